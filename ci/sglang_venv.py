@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""Build one cached virtual environment per SGLang version for CPU testing.
+
+    python3 ci/sglang_venv.py build 0.5.23 [--plugin-wheel PATH] [--force]
+    python3 ci/sglang_venv.py path 0.5.23          # prints the venv directory
+    python3 ci/sglang_venv.py freeze 0.5.23        # rewrites ci/sglang_venv_pins/sglang-0.5.23.txt
+    python3 ci/sglang_venv.py versions             # the versions this script knows
+
+A venv lives in ``${SGLANG_EAGLE_NCCL_CACHE:-~/.cache/sglang-eagle-nccl}/venvs/sglang-<ver>``, never in
+the repository. It holds the CPU build of torch, ``sglang==<ver>`` installed ``--no-deps``, the few
+dependencies SGLang really needs to import and run an engine on CPU (see
+``shared/reference/cpu-e2e.md``), pytest, the plugin's runtime dependencies, and the CPU test stand-ins
+(``tests/support/sglang_cpu_standins.py``) copied into site-packages with a ``.pth`` line that activates
+them in every interpreter of the venv -- spawned SGLang children included -- when
+``SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS=1`` is set in the environment.
+
+Why ``--no-deps``: SGLang's own requirements pull a CUDA torch and GPU kernels (several GB). Every pip
+call gets a constraints file that pins torch to the CPU build, so no dependency can drag CUDA torch in.
+
+Caching: a stamp file in the venv holds a hash of everything that decides its installed packages
+(version, dependency lists, pins, this script's layout version, the Python version) and a hash of the
+stand-in source. When the package hash matches, ``build`` reuses the venv without touching the network;
+if only the stand-ins changed it re-copies them (a second, not a rebuild).
+
+Standard library only: this script has to run before any venv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+STANDINS_SOURCE = REPO_ROOT / "tests" / "support" / "sglang_cpu_standins.py"
+PINS_DIR = Path(__file__).resolve().parent / "sglang_venv_pins"
+STANDINS_ENV_VAR = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
+STAMP_NAME = "sglang-venv.stamp.json"
+# Bump when the way a venv is laid out changes (not its package lists: those are hashed anyway).
+LAYOUT_VERSION = 1
+
+TORCH_PIN = "torch==2.13.0+cpu"
+# The PyPI torchvision wheel is built against CUDA torch; imported against CPU torch it only works
+# because the stand-ins pre-seed ``torchvision._meta_registrations``. Pinned to the release that pairs
+# with torch 2.13.
+TORCHVISION_PIN = "torchvision==0.28.0"
+
+# Installed in every venv, whatever the SGLang version: the test runner and the plugin's runtime deps
+# (so ``--plugin-wheel`` can install the plugin with ``--no-deps`` and stay offline).
+COMMON_DEPS = (
+    "pytest",
+    "click",
+    "packaging",
+    "wrapt",
+    'tomli; python_version < "3.11"',
+)
+
+# .pth line: one environment lookup at interpreter start; the module is imported only when the gate is
+# set, so ordinary interpreters of the venv (pip, pytest collection without the variable) stay untouched.
+PTH_NAME = "sglang_cpu_standins.pth"
+PTH_LINE = (
+    f"import os; os.environ.get({STANDINS_ENV_VAR!r}) == '1' "
+    "and __import__('sglang_cpu_standins').activate()\n"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionSpec:
+    """What one SGLang version needs on a CPU-only machine."""
+
+    version: str
+    deps: tuple[str, ...]
+    # Installed with --no-deps: their own requirements would pull triton / CUDA packages.
+    no_deps: tuple[str, ...] = ()
+
+
+_DEPS_0_5_23 = (
+    "numpy", "orjson", "psutil", "pybase64", "requests", "packaging", "pillow", "msgspec", "pydantic",
+    "pyzmq", "tqdm", "ipython", "aiohttp", "uvloop", "transformers==5.19.0", "tokenizers==0.23.2",
+    TORCHVISION_PIN, "dill", "apache-tvm-ffi==0.1.11", "sentencepiece==0.2.1", "compressed-tensors==0.18.0",
+    "gguf", "openai==2.8.0", "partial_json_parser", "uvicorn", "fastapi", "setproctitle", "einops",
+    # HTTP server (python -m sglang.launch_server)
+    "jsonschema", "soundfile", "python-multipart",
+)
+
+_DEPS_0_5_4 = (
+    "numpy", "orjson", "psutil", "pybase64", "requests", "packaging", "pillow", "msgspec", "pydantic",
+    "pyzmq", "tqdm", "ipython", "aiohttp", "safetensors", "fastapi", "openai==1.99.1", "partial_json_parser",
+    "transformers==4.57.1", TORCHVISION_PIN, "sentencepiece", "uvloop", "setproctitle", "dill",
+    "compressed-tensors", "einops",
+    # HTTP server (python -m sglang.launch_server)
+    "uvicorn", "python-multipart",
+)
+
+VERSIONS: dict[str, VersionSpec] = {
+    "0.5.23": VersionSpec("0.5.23", _DEPS_0_5_23, no_deps=("xgrammar==0.2.7",)),
+    "0.5.4": VersionSpec("0.5.4", _DEPS_0_5_4, no_deps=("xgrammar==0.1.25", "torchao==0.9.0")),
+    "0.4.10": VersionSpec(
+        "0.4.10",
+        tuple(d for d in _DEPS_0_5_4 if not d.startswith("transformers")) + ("transformers==4.54.1",),
+        no_deps=("xgrammar==0.1.21", "torchao==0.9.0", "triton==3.9.0"),
+    ),
+}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("SGLANG_EAGLE_NCCL_CACHE") or Path.home() / ".cache" / "sglang-eagle-nccl")
+
+
+def venv_dir(version: str) -> Path:
+    return cache_dir() / "venvs" / f"sglang-{version}"
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def pins_file(version: str) -> Path:
+    return PINS_DIR / f"sglang-{version}.txt"
+
+
+def _log(version: str, message: str) -> None:
+    print(f"[sglang-venv {version}] {message}", flush=True)
+
+
+def _run(cmd: list[str], *, version: str, what: str, env: dict[str, str] | None = None) -> None:
+    """Run one step, print how long it took, and stop with the tail of its output if it fails."""
+    started = time.monotonic()
+    _log(version, f"{what} ...")
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    elapsed = time.monotonic() - started
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.splitlines()[-40:])
+        sys.exit(f"[sglang-venv {version}] FAILED ({elapsed:.1f}s): {what}\n$ {' '.join(cmd)}\n{tail}")
+    _log(version, f"{what}: done in {elapsed:.1f}s")
+
+
+def stamp_payload(spec: VersionSpec, python: str) -> dict[str, object]:
+    """Everything that decides a venv's content; its hash is the cache key."""
+    pins = pins_file(spec.version)
+    return {
+        "layout": LAYOUT_VERSION,
+        "sglang": spec.version,
+        "python": python,
+        "torch": TORCH_PIN,
+        "deps": list(COMMON_DEPS) + list(spec.deps),
+        "no_deps": list(spec.no_deps),
+        "pins": pins.read_text() if pins.is_file() else "",
+    }
+
+
+def standins_hash() -> str:
+    """The stand-ins are re-copied (no rebuild) when only they change."""
+    return hashlib.sha256((STANDINS_SOURCE.read_text() + PTH_LINE).encode()).hexdigest()
+
+
+def stamp_hash(payload: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _read_stamp(venv: Path) -> dict[str, str]:
+    try:
+        return json.loads((venv / STAMP_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_stamp(venv: Path, payload: dict[str, object]) -> None:
+    stamp = {"hash": stamp_hash(payload), "standins": standins_hash(), "payload": payload}
+    (venv / STAMP_NAME).write_text(json.dumps(stamp, indent=1))
+
+
+def _python_tag(python: str) -> str:
+    out = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+        check=True, capture_output=True, text=True,
+    )
+    return out.stdout.strip()
+
+
+def sglang_wheel(version: str) -> Path:
+    """The SGLang wheel from the shared wheel cache; downloaded (no deps) if missing."""
+    wheels = cache_dir() / "wheels"
+    found = sorted(glob.glob(str(wheels / f"sglang-{version}-*.whl")))
+    if found:
+        return Path(found[-1])
+    wheels.mkdir(parents=True, exist_ok=True)
+    _run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", f"sglang=={version}", "-d", str(wheels)],
+        version=version, what=f"downloading the sglang {version} wheel",
+    )
+    found = sorted(glob.glob(str(wheels / f"sglang-{version}-*.whl")))
+    if not found:
+        sys.exit(f"[sglang-venv {version}] pip download left no sglang-{version}-*.whl in {wheels}")
+    return Path(found[-1])
+
+
+def _site_packages(python: Path) -> Path:
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def install_standins(venv: Path) -> None:
+    """Copy the stand-in module into site-packages and add the gated .pth line."""
+    site = _site_packages(venv_python(venv))
+    shutil.copyfile(STANDINS_SOURCE, site / "sglang_cpu_standins.py")
+    (site / PTH_NAME).write_text(PTH_LINE)
+
+
+def build(version: str, *, python: str, force: bool = False) -> Path:
+    if version not in VERSIONS:
+        sys.exit(f"unknown SGLang version {version!r}; known: {', '.join(VERSIONS)}")
+    spec = VERSIONS[version]
+    venv = venv_dir(version)
+    payload = stamp_payload(spec, _python_tag(python))
+    wanted = stamp_hash(payload)
+    stamp = _read_stamp(venv)
+    if not force and venv_python(venv).exists() and stamp.get("hash") == wanted:
+        if stamp.get("standins") != standins_hash():
+            install_standins(venv)
+            _write_stamp(venv, payload)
+            _log(version, "cached venv: re-copied the changed CPU stand-ins")
+        _log(version, f"cached venv is up to date: {venv}")
+        return venv
+
+    started = time.monotonic()
+    if venv.exists():
+        _log(version, f"removing stale venv {venv}")
+        shutil.rmtree(venv)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    _run([python, "-m", "venv", str(venv)], version=version, what="creating the venv")
+    vpy = str(venv_python(venv))
+
+    # Constraints: the CPU torch pin, then (if present) the frozen pins of a known-good set.
+    constraints = venv / "constraints.txt"
+    pins = pins_file(version)
+    constraints.write_text(TORCH_PIN + "\n" + (pins.read_text() if pins.is_file() else ""))
+    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    pip = [vpy, "-m", "pip", "install", "--quiet", "-c", str(constraints)]
+
+    deps = [TORCH_PIN, *COMMON_DEPS, *spec.deps]
+    _run(pip + deps, version=version, what=f"installing {len(deps)} dependencies", env=env)
+    _run(pip + ["--no-deps", *spec.no_deps, str(sglang_wheel(version))], version=version,
+         what=f"installing sglang=={version} and {len(spec.no_deps)} more with --no-deps", env=env)
+    install_standins(venv)
+    _log(version, f"installed the CPU stand-ins (active when {STANDINS_ENV_VAR}=1)")
+
+    # A venv is only stamped once SGLang imports in it with the stand-ins on.
+    check = (
+        "import torch, sglang; from sglang.srt.server_args import ServerArgs; "
+        "import sglang.srt.entrypoints.engine; "
+        "assert torch.version.cuda is None, torch.__version__; "
+        "print('torch', torch.__version__, 'sglang', sglang.__version__)"
+    )
+    _run([vpy, "-c", check], version=version, what="checking that sglang imports",
+         env=dict(env, **{STANDINS_ENV_VAR: "1"}))
+    _write_stamp(venv, payload)
+    _log(version, f"venv ready in {time.monotonic() - started:.1f}s: {venv}")
+    return venv
+
+
+def install_plugin_wheel(version: str, wheel: Path) -> None:
+    """Reinstall the plugin from its built wheel (deps are already in the base venv: stays offline)."""
+    venv = venv_dir(version)
+    vpy = str(venv_python(venv))
+    _run(
+        [vpy, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)],
+        version=version, what=f"installing plugin wheel {wheel.name}",
+        env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"),
+    )
+
+
+def freeze(version: str) -> Path:
+    """Write the resolved versions of a built venv as pins (constraints) for later builds."""
+    venv = venv_dir(version)
+    out = subprocess.run(
+        [str(venv_python(venv)), "-m", "pip", "freeze", "--exclude-editable"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    skip = ("sglang==", "sglang-eagle-nccl", "torch==", "pip==", "setuptools==")
+    lines = [ln for ln in out.splitlines() if ln and "==" in ln and not ln.lower().startswith(skip)]
+    PINS_DIR.mkdir(exist_ok=True)
+    target = pins_file(version)
+    target.write_text(
+        f"# Versions resolved for the sglang {version} CPU test venv (ci/sglang_venv.py freeze {version}).\n"
+        "# Used as pip constraints: they fix versions, they do not add packages.\n"
+        + "\n".join(sorted(lines, key=str.lower)) + "\n"
+    )
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_build = sub.add_parser("build", help="build (or reuse) the venv for one SGLang version")
+    p_build.add_argument("version")
+    p_build.add_argument("--plugin-wheel", type=Path, help="install this plugin wheel into the venv")
+    p_build.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    p_build.add_argument("--python", default=sys.executable, help="interpreter to base the venv on")
+    p_path = sub.add_parser("path", help="print the venv directory of one SGLang version")
+    p_path.add_argument("version")
+    p_freeze = sub.add_parser("freeze", help="write the pins file from a built venv")
+    p_freeze.add_argument("version")
+    sub.add_parser("versions", help="list the supported SGLang versions")
+    args = parser.parse_args(argv)
+
+    if args.command == "path":
+        print(venv_dir(args.version))
+    elif args.command == "versions":
+        print("\n".join(VERSIONS))
+    elif args.command == "freeze":
+        print(freeze(args.version))
+    else:
+        build(args.version, python=args.python, force=args.force)
+        if args.plugin_wheel is not None:
+            install_plugin_wheel(args.version, args.plugin_wheel.resolve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

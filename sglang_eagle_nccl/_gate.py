@@ -1,0 +1,86 @@
+"""The gate between interpreter start and the plugin, and the plugin's environment variable names.
+
+``sglang_eagle_nccl.pth`` (installed at the root of site-packages) holds one line that every
+Python interpreter of the environment executes at start-up, multiprocessing ``spawn``
+children included. When the plugin is not enabled it costs one ``os.environ.get`` and a scan
+of the command line for ``--nccl`` / ``--help``; only when one of them hits is this module
+imported. This module imports nothing beyond ``os`` and ``sys`` (already loaded at start-up);
+the plugin proper (:mod:`sglang_eagle_nccl.bootstrap`) is imported only when enabled.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Set by the user (or by the plugin for the processes SGLang spawns): a built-in profile name,
+# a TOML file, or a bare "1"/"on" meaning "enabled with the other variables below".
+ENV_ENABLE = "SGLANG_EAGLE_NCCL"
+# The resolved profile as one JSON string, written by the first process that resolved it so
+# that every spawned process re-creates exactly the same profile without re-reading files.
+ENV_PROFILE = "SGLANG_EAGLE_NCCL_PROFILE"
+# Extra KEY=VALUE settings (whitespace separated), like repeated --nccl-env flags.
+ENV_ENV = "SGLANG_EAGLE_NCCL_ENV"
+ENV_AUDIT_DIR = "SGLANG_EAGLE_NCCL_AUDIT_DIR"
+# The audit directory of this launch (one sub-directory per launch), written by the launcher.
+ENV_RUN_DIR = "SGLANG_EAGLE_NCCL_RUN_DIR"
+ENV_ALLOW_PARTIAL = "SGLANG_EAGLE_NCCL_ALLOW_PARTIAL"
+ENV_ALLOW_UNKNOWN = "SGLANG_EAGLE_NCCL_ALLOW_UNKNOWN"
+ENV_AUDIT_REQUIRED = "SGLANG_EAGLE_NCCL_AUDIT_REQUIRED"
+ENV_SGLANG_WINS = "SGLANG_EAGLE_NCCL_SGLANG_WINS"
+ENV_NCCL_VERSION = "SGLANG_EAGLE_NCCL_NCCL_VERSION"
+ENV_CONSISTENCY = "SGLANG_EAGLE_NCCL_CONSISTENCY"
+ENV_CONSISTENCY_TIMEOUT = "SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT"
+# Node rank of this launcher in a multi-node launch (selects [nodes.<rank>.env]).
+ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
+
+ENABLE_WORDS = frozenset({"1", "on", "true", "yes", "enable", "enabled"})
+DISABLE_WORDS = frozenset({"", "0", "off", "false", "no", "disable", "disabled"})
+
+OWN_COMMAND = "sglang-eagle-nccl"
+
+
+def is_enabled(environ: object = None) -> bool:
+    env = os.environ if environ is None else environ
+    value = env.get(ENV_ENABLE)  # type: ignore[attr-defined]
+    return value is not None and value.strip().lower() not in DISABLE_WORDS
+
+
+def wants_cli_flags(argv: list[str]) -> bool:
+    """True when this interpreter runs SGLang's server CLI with --nccl-* flags or --help.
+
+    ``python -m sglang.launch_server`` and the ``sglang serve`` console script are the two
+    entry points that get the plugin's launch flags; any other program is left alone.
+    """
+    is_launch_server = "sglang.launch_server" in argv
+    is_sglang_serve = len(argv) > 2 and os.path.basename(argv[1]) == "sglang" and argv[2] == "serve"
+    if not (is_launch_server or is_sglang_serve):
+        return False
+    return any(a.startswith("--nccl") or a in ("--help", "-h") for a in argv)
+
+
+def _is_own_cli(argv: list[str]) -> bool:
+    # The plugin's own CLI resolves profiles itself and must run even when the environment
+    # holds a profile that cannot be applied (that is what `doctor` and `validate` are for).
+    return len(argv) > 1 and os.path.basename(argv[1]) == OWN_COMMAND
+
+
+def pth_entry() -> None:
+    """Called from the ``.pth`` line when the gate or the command line asked for the plugin."""
+    argv = list(getattr(sys, "orig_argv", sys.argv))
+    if _is_own_cli(argv):
+        return
+    enabled = is_enabled()
+    cli = wants_cli_flags(argv)
+    if not (enabled or cli):
+        return
+    from . import bootstrap
+
+    bootstrap.interpreter_start(enabled=enabled, cli_flags=cli)
+
+
+def start() -> None:
+    """PEP 829 ``.start`` entry point (Python >= 3.15): same gate as the ``.pth`` line."""
+    argv = getattr(sys, "orig_argv", sys.argv)
+    if os.environ.get(ENV_ENABLE) or any(a[:6] == "--nccl" or a in ("--help", "-h") for a in argv):
+        pth_entry()

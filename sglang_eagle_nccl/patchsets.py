@@ -1,0 +1,403 @@
+"""Patch manifests: reading them, choosing one for an SGLang version, checking their targets.
+
+The manifests (top-level ``patches/*.toml`` in the repository, ``sglang_eagle_nccl/patches``
+inside the wheel) are data. Everything here is pure or reads files only: targets are checked
+by parsing SGLang's source with :mod:`ast`, never by importing SGLang, so the same check runs
+on a downloaded wheel (the compatibility matrix) and on the installed SGLang (``doctor``, and
+the guard for SGLang releases newer than every manifest).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from ._toml import loads as toml_loads
+
+HookKind = Literal["before", "after", "around"]
+Mechanism = Literal["hook_registry", "wrapt"]
+HOOK_KINDS = ("before", "after", "around")
+MECHANISMS = ("hook_registry", "wrapt")
+
+
+class ManifestError(ValueError):
+    """A patch manifest is malformed (a bug in the shipped data, caught by the tests)."""
+
+
+class PatchSetError(RuntimeError):
+    """The installed SGLang cannot be served: unsupported version or required targets missing."""
+
+    def __init__(self, message: str, missing: Sequence[TargetCheck] = ()):
+        super().__init__(message)
+        self.missing = tuple(missing)
+
+
+@dataclass(frozen=True)
+class Hook:
+    target: str  # "package.module:Qualified.name"
+    kind: HookKind
+    handler: str
+    required: bool
+    params: tuple[str, ...] = ()
+    versions: str | None = None
+    when: Literal["always", "cli"] = "always"
+    mechanism: Mechanism | None = None
+    process: str = ""
+
+    @property
+    def module(self) -> str:
+        return self.target.split(":", 1)[0]
+
+    @property
+    def qualname(self) -> str:
+        return self.target.split(":", 1)[1]
+
+    @property
+    def dotted(self) -> str:
+        """The target as one dotted path (SGLang's HookRegistry format)."""
+        return self.target.replace(":", ".")
+
+    @property
+    def is_sglang(self) -> bool:
+        return self.module == "sglang" or self.module.startswith("sglang.")
+
+    def applies_to(self, version: Version) -> bool:
+        return self.versions is None or SpecifierSet(self.versions).contains(version, prereleases=True)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "target": self.target,
+            "kind": self.kind,
+            "handler": self.handler,
+            "required": self.required,
+            "params": list(self.params),
+            "versions": self.versions,
+            "when": self.when,
+            "mechanism": self.mechanism,
+        }
+
+
+@dataclass(frozen=True)
+class PatchSet:
+    id: str
+    title: str
+    versions: str
+    tested_through: str
+    mechanism: Mechanism
+    hooks: tuple[Hook, ...]
+    sglang_writes: tuple[str, ...] = ()
+    notes: str = ""
+    path: str = ""
+
+    def contains(self, version: Version) -> bool:
+        return SpecifierSet(self.versions).contains(version, prereleases=True)
+
+    def hooks_for(self, version: Version, *, cli: bool | None = None) -> list[Hook]:
+        hooks = [h for h in self.hooks if h.applies_to(version)]
+        if cli is not None:
+            hooks = [h for h in hooks if cli or h.when != "cli"]
+        return hooks
+
+    def mechanism_of(self, hook: Hook) -> Mechanism:
+        return hook.mechanism or self.mechanism
+
+
+def _manifest_dir() -> Path:
+    # Inside an installed wheel the manifests sit in the package; in a source checkout they are
+    # the repository's top-level patches/ folder.
+    packaged = resources.files("sglang_eagle_nccl").joinpath("patches")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "patches"
+
+
+def parse_manifest(text: str, path: str = "<manifest>") -> PatchSet:
+    doc = toml_loads(text)
+    try:
+        head = doc["patch_set"]
+        hooks_raw = doc.get("hook", [])
+        unknown = set(doc) - {"patch_set", "hook"}
+        if unknown:
+            raise ManifestError(f"{path}: unknown sections {sorted(unknown)}")
+        SpecifierSet(head["versions"])
+        Version(head["tested_through"])
+        if head["mechanism"] not in MECHANISMS:
+            raise ManifestError(f"{path}: mechanism must be one of {MECHANISMS}")
+        hooks = []
+        for h in hooks_raw:
+            extra = set(h) - {"target", "kind", "handler", "required", "params", "versions", "when", "mechanism", "process"}
+            if extra:
+                raise ManifestError(f"{path}: hook {h.get('target')} has unknown keys {sorted(extra)}")
+            if ":" not in h["target"]:
+                raise ManifestError(f"{path}: target {h['target']!r} must be 'module:qualname'")
+            if h["kind"] not in HOOK_KINDS:
+                raise ManifestError(f"{path}: hook kind {h['kind']!r} not in {HOOK_KINDS}")
+            if h.get("versions"):
+                SpecifierSet(h["versions"])
+            if h.get("mechanism") not in (None, *MECHANISMS):
+                raise ManifestError(f"{path}: hook mechanism {h['mechanism']!r}")
+            hooks.append(
+                Hook(
+                    target=h["target"],
+                    kind=h["kind"],
+                    handler=h["handler"],
+                    required=bool(h["required"]),
+                    params=tuple(h.get("params", ())),
+                    versions=h.get("versions"),
+                    when=h.get("when", "always"),
+                    mechanism=h.get("mechanism"),
+                    process=h.get("process", ""),
+                )
+            )
+        return PatchSet(
+            id=head["id"],
+            title=head["title"],
+            versions=head["versions"],
+            tested_through=head["tested_through"],
+            mechanism=head["mechanism"],
+            hooks=tuple(hooks),
+            sglang_writes=tuple(head.get("sglang_writes", ())),
+            notes=head.get("notes", ""),
+            path=path,
+        )
+    except KeyError as exc:
+        raise ManifestError(f"{path}: missing key {exc}") from None
+    except (InvalidSpecifier, InvalidVersion) as exc:
+        raise ManifestError(f"{path}: {exc}") from None
+
+
+@functools.cache
+def load_manifests(directory: str | None = None) -> tuple[PatchSet, ...]:
+    folder = Path(directory) if directory else _manifest_dir()
+    sets = [parse_manifest(p.read_text("utf-8"), str(p)) for p in sorted(folder.glob("*.toml"))]
+    return tuple(sorted(sets, key=lambda s: Version(s.tested_through)))
+
+
+# --- selection -----------------------------------------------------------------------------------
+
+Status = Literal["tested", "untested_newer"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    version: str
+    patch_set: PatchSet
+    status: Status
+
+    @property
+    def tested(self) -> bool:
+        return self.status == "tested"
+
+
+def parse_sglang_version(version: str) -> Version:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        raise PatchSetError(
+            f"installed SGLang reports version {version!r}, which is not a PEP 440 version; "
+            "sglang-eagle-nccl cannot tell which patch set applies. Reinstall SGLang from a release."
+        ) from None
+
+
+def select(version: str, sets: Sequence[PatchSet] | None = None) -> Selection:
+    """Pick the patch set for ``version`` (pre/post/dev/local versions handled).
+
+    A version newer than everything a set was proven against (``tested_through``; a local tag
+    such as ``0.5.23+cu130`` counts as 0.5.23, a post release as newer) still selects that set, marked
+    ``untested_newer``: the caller must then check the required targets before patching.
+    """
+    sets = load_manifests() if sets is None else sets
+    v = parse_sglang_version(version)
+    for ps in sets:
+        if ps.contains(v):
+            # Local build tags (+cu130) do not change SGLang's code; post releases can.
+            newer = Version(v.public) > Version(ps.tested_through)
+            return Selection(version, ps, "untested_newer" if newer else "tested")
+    oldest = min(sets, key=lambda s: Version(s.tested_through))
+    raise PatchSetError(
+        f"SGLang {version} is older than every supported release (supported: "
+        f"{', '.join(s.versions for s in sets)}); upgrade SGLang to >= 0.4.3 "
+        f"(oldest patch set: {oldest.id})."
+    )
+
+
+# --- checking targets against source ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    target: str
+    found: bool
+    reason: str = ""
+    signature: tuple[str, ...] = ()
+    missing_params: tuple[str, ...] = ()
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.found and not self.missing_params
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "target": self.target,
+            "ok": self.ok,
+            "found": self.found,
+            "reason": self.reason,
+            "signature": list(self.signature),
+            "missing_params": list(self.missing_params),
+            "file": self.file,
+            "line": self.line,
+        }
+
+
+def _params_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    a = node.args
+    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if a.vararg:
+        names.append("*" + a.vararg.arg)
+    if a.kwarg:
+        names.append("**" + a.kwarg.arg)
+    return tuple(names)
+
+
+def _find_in_body(body: Iterable[ast.stmt], name: str, *, want_class: bool = False) -> ast.AST | None:
+    """The definition of ``name`` in a module/class body; the last one wins, as at run time.
+
+    With ``want_class`` the last ``class`` statement is returned even when the name is later
+    rebound by assignment: SGLang >= 0.5.20 writes ``ServerArgs = msgspec.defstruct(...,
+    namespace=vars(ServerArgs))``, which keeps every method of the class statement.
+    """
+    found = None
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            if not want_class or isinstance(node, ast.ClassDef):
+                found = node
+        elif isinstance(node, ast.If):
+            # Definitions under `if TYPE_CHECKING` / platform branches still exist in some branch.
+            inner = _find_in_body(node.body, name, want_class=want_class) or _find_in_body(
+                node.orelse, name, want_class=want_class
+            )
+            found = inner or found
+        elif not want_class and isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                found = node
+    return found
+
+
+def check_source(source: str, target: str, params: Sequence[str], file: str | None = None) -> TargetCheck:
+    """Does ``module_source`` define the ``qualname`` part of ``target`` with ``params``?"""
+    qualname = target.split(":", 1)[1]
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return TargetCheck(target, False, f"source does not parse: {exc}", file=file)
+    body: Iterable[ast.stmt] = tree.body
+    node: ast.AST | None = None
+    parts = qualname.split(".")
+    for index, part in enumerate(parts):
+        node = _find_in_body(body, part, want_class=index < len(parts) - 1)
+        if node is None:
+            return TargetCheck(target, False, f"{part!r} not defined", file=file)
+        body = node.body if isinstance(node, ast.ClassDef) else []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        sig = _params_of(node)
+        accepts_kwargs = any(p.startswith("**") for p in sig)
+        missing = tuple(p for p in params if p not in sig and not accepts_kwargs)
+        return TargetCheck(
+            target, True, "" if not missing else f"parameters {list(missing)} not in signature",
+            sig, missing, file, node.lineno,
+        )
+    if isinstance(node, ast.ClassDef):
+        return TargetCheck(target, False, "is a class; hooks need a function or method", file=file, line=node.lineno)
+    # An assignment (e.g. `X = other_function`): exists, signature unknown.
+    return TargetCheck(target, True, "defined by assignment; signature not checked", file=file, line=getattr(node, "lineno", None))
+
+
+def module_candidates(module: str) -> tuple[str, str]:
+    """Relative paths (``/``-separated) where ``module``'s source may live."""
+    base = "/".join(module.split("."))
+    return (base + ".py", base + "/__init__.py")
+
+
+def check_hook_with_reader(read: Callable[[str], str | None], hook: Hook) -> TargetCheck:
+    """Check ``hook`` against sources obtained through ``read(relative_path)`` (a directory or a wheel)."""
+    for rel in module_candidates(hook.module):
+        text = read(rel)
+        if text is not None:
+            return check_source(text, hook.target, hook.params, rel)
+    return TargetCheck(hook.target, False, f"module {hook.module} not found")
+
+
+def directory_reader(root: Path) -> Callable[[str], str | None]:
+    def read(rel: str) -> str | None:
+        path = root / rel
+        return path.read_text("utf-8", errors="replace") if path.is_file() else None
+
+    return read
+
+
+def check_target_in_tree(root: Path, hook: Hook) -> TargetCheck:
+    return check_hook_with_reader(directory_reader(root), hook)
+
+
+def installed_root(package: str = "sglang") -> Path | None:
+    """site-packages directory holding ``package``, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]).parent
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which hooks of a selection can be installed in this SGLang."""
+
+    selection: Selection
+    checks: tuple[tuple[Hook, TargetCheck], ...] = field(default_factory=tuple)
+
+    @property
+    def missing_required(self) -> list[TargetCheck]:
+        return [c for h, c in self.checks if h.required and not c.ok]
+
+    @property
+    def missing_optional(self) -> list[TargetCheck]:
+        return [c for h, c in self.checks if not h.required and not c.ok]
+
+
+def check_coverage(selection: Selection, root: Path, *, cli: bool = True) -> Coverage:
+    v = Version(selection.version)
+    checks = []
+    for hook in selection.patch_set.hooks_for(v, cli=cli):
+        if not hook.is_sglang:
+            continue  # third-party targets (setproctitle) are checked when they are patched
+        checks.append((hook, check_target_in_tree(root, hook)))
+    return Coverage(selection, tuple(checks))
+
+
+def require_coverage(coverage: Coverage, *, allow_partial: bool) -> None:
+    """Refuse an untested SGLang whose required targets moved, unless partial coverage is allowed."""
+    missing = coverage.missing_required
+    if not missing or allow_partial:
+        return
+    sel = coverage.selection
+    lines = [
+        f"SGLang {sel.version} is newer than the releases patch set {sel.patch_set.id} was proven on "
+        f"(through {sel.patch_set.tested_through}), and {len(missing)} required hook target(s) are missing:"
+    ]
+    lines += [f"  - {c.target}: {c.reason}" for c in missing]
+    lines.append(
+        "The NCCL profile would not reach every process/communicator. Upgrade sglang-eagle-nccl, or run "
+        "anyway with --allow-partial / SGLANG_EAGLE_NCCL_ALLOW_PARTIAL=1 (the audit marks what is uncovered)."
+    )
+    raise PatchSetError("\n".join(lines), missing)
