@@ -65,7 +65,7 @@ _DECODE = re.compile(r"\bDecode batch\b")
 _F_RUNNING = re.compile(r"#running-req:\s*(\d+)")
 _F_ACCEPT_LEN = re.compile(r"(?:^|[,.]|\])\s*accept len:\s*([0-9]+(?:\.[0-9]+)?)")
 _F_ACCEPT_RATE = re.compile(r"(?:^|[,.]|\])\s*accept rate:\s*([0-9]+(?:\.[0-9]+)?)")
-_F_GRAPH = re.compile(r"\b(?:cuda|cpu|npu|xpu|musa) graph:\s*(True|False)\b")
+_F_GRAPH = re.compile(r"\b((?:cuda|cpu|npu|xpu|musa) graph):\s*(True|False)\b")
 _F_GEN_TPUT = re.compile(r"gen throughput \(token/s\):\s*([0-9]+(?:\.[0-9]+)?)")
 
 _STARTUP = re.compile(r"Engine startup timings \(s\):(?P<body>.*)")
@@ -90,9 +90,7 @@ _READY = re.compile(r"The server is fired up and ready to roll")
 
 def _arg(text: str, key: str) -> str | None:
     """Value of ``key`` in a ServerArgs repr or dict repr, unquoted, or None."""
-    m = re.search(
-        rf"(?<![\w.]){re.escape(key)}['\"]?\s*[=:]\s*(?P<v>'[^']*'|\"[^\"]*\"|[^,)}}\s]+)", text
-    )
+    m = re.search(rf"(?<![\w.]){re.escape(key)}['\"]?\s*[=:]\s*(?P<v>'[^']*'|\"[^\"]*\"|[^,)}}\s]+)", text)
     if not m:
         return None
     value = m.group("v")
@@ -121,6 +119,7 @@ class DecodeSample:
     accept_len: float | None = None
     accept_rate: float | None = None
     graph: bool | None = None
+    graph_label: str | None = None  # 'cuda graph', 'cpu graph', ... as logged
 
 
 @dataclass(frozen=True)
@@ -170,6 +169,7 @@ class RunReport:
     cycle_ms: float | None = None
     graph_lines: int = 0
     eager_lines: int = 0
+    graph_label: str | None = None
     startup_timings: Mapping[str, float] = field(default_factory=dict)
     startup_graph_timings: Mapping[str, float] = field(default_factory=dict)
     graph_events: tuple[GraphEvent, ...] = ()
@@ -217,6 +217,7 @@ class RunReport:
             "cycle_ms": r(self.cycle_ms),
             "graph_lines": self.graph_lines,
             "eager_lines": self.eager_lines,
+            "graph_label": self.graph_label,
             "startup_timings": dict(self.startup_timings),
             "startup_graph_timings": dict(self.startup_graph_timings),
             "graph_events": [dataclasses.asdict(e) for e in self.graph_events],
@@ -281,7 +282,8 @@ def _decode_sample(line_no: int, rank: str, msg: str) -> DecodeSample | None:
         gen_tok_s=float(tput.group(1)),
         accept_len=float(accept.group(1)) if accept else None,
         accept_rate=float(rate.group(1)) if rate else None,
-        graph=(graph.group(1) == "True") if graph else None,
+        graph=(graph.group(2) == "True") if graph else None,
+        graph_label=graph.group(1) if graph else None,
     )
 
 
@@ -352,9 +354,7 @@ def _split_runs(lines: Iterable[str], source: str) -> list[_Raw]:
                 text = body.group("body") if body else ""
                 inner = _STARTUP_GRAPH.search(text)
                 if inner:
-                    run.startup_graph.update(
-                        {k: float(v) for k, v in _KV_NUM.findall(inner.group("inner"))}
-                    )
+                    run.startup_graph.update({k: float(v) for k, v in _KV_NUM.findall(inner.group("inner"))})
                     text = text[: inner.start()] + text[inner.end() :]
                 run.startup.update({k: float(v) for k, v in _KV_NUM.findall(text)})
             elif kind == "ready":
@@ -415,10 +415,14 @@ def _summarise(raw: _Raw) -> RunReport:
     ranks = list(dict.fromkeys(s.rank for s in samples))
     rank = ranks[0] if ranks else None
     if len(ranks) > 1:
-        notes.append(f"decode lines from {len(ranks)} ranks ({', '.join(r or '-' for r in ranks)}); using {rank or '-'}")
+        notes.append(
+            f"decode lines from {len(ranks)} ranks ({', '.join(r or '-' for r in ranks)}); using {rank or '-'}"
+        )
         samples = [s for s in samples if s.rank == rank]
     if raw.malformed_decode:
-        notes.append(f"{raw.malformed_decode} 'Decode batch' line(s) without #running-req/gen throughput ignored")
+        notes.append(
+            f"{raw.malformed_decode} 'Decode batch' line(s) without #running-req/gen throughput ignored"
+        )
 
     speculative = spec_name is not None or any(s.accept_len is not None for s in samples)
     report = RunReport(
@@ -459,19 +463,21 @@ def _summarise(raw: _Raw) -> RunReport:
         cycle_ms=statistics.median(cycles),
         graph_lines=sum(1 for f in flags if f),
         eager_lines=sum(1 for f in flags if not f),
+        graph_label=next((s.graph_label for s in samples if s.graph_label), None),
     )
 
 
 def _verify_graph_evidence(rep: RunReport) -> list[str]:
     """Why the target (verify) pass of ``rep`` ran without a CUDA graph; empty if no sign."""
     evidence: list[str] = []
+    label = rep.graph_label or "cuda graph"
     if rep.eager_lines:
         total = rep.eager_lines + rep.graph_lines
         if rep.graph_lines == 0:
-            evidence.append(f"'cuda graph: False' on all {total} decode log lines")
+            evidence.append(f"'{label}: False' on all {total} decode log lines")
         else:
             evidence.append(
-                f"'cuda graph: False' on {rep.eager_lines} of {total} decode log lines "
+                f"'{label}: False' on {rep.eager_lines} of {total} decode log lines "
                 "(batches above --cuda-graph-max-bs run eagerly)"
             )
     if rep.disable_cuda_graph:
@@ -507,7 +513,9 @@ def _draft_graph_evidence(rep: RunReport) -> list[str]:
     return evidence
 
 
-def _pick_baseline(rep: RunReport, candidates: Sequence[RunReport], order: Mapping[int, int]) -> RunReport | None:
+def _pick_baseline(
+    rep: RunReport, candidates: Sequence[RunReport], order: Mapping[int, int]
+) -> RunReport | None:
     """The non-speculative run most like ``rep``, never one of another model: same tp
     size, same file, closest number of running requests, nearest in the logs, in that order."""
 
@@ -583,7 +591,9 @@ def _diagnose(
                         "speculation, or pass baseline_decode_ms (--baseline-decode-ms)"
                     )
                 elif rep.mean_accept_len < 1.0:
-                    findings.append(f"mean accept length {rep.mean_accept_len:.2f} < 1: log looks inconsistent")
+                    findings.append(
+                        f"mean accept length {rep.mean_accept_len:.2f} < 1: log looks inconsistent"
+                    )
                 else:
                     est = estimate(rep.mean_accept_len, rep.cycle_ms, base_ms)
                     if est.outcome != "wins":
@@ -602,10 +612,14 @@ def _diagnose(
         else:
             if rep.eager_lines:
                 total = rep.eager_lines + rep.graph_lines
-                findings.append(f"decode runs without CUDA graph ('cuda graph: False' on {rep.eager_lines} of {total} decode log lines)")
+                findings.append(
+                    f"decode runs without CUDA graph ('{rep.graph_label or 'cuda graph'}: False' on "
+                    f"{rep.eager_lines} of {total} decode log lines)"
+                )
             elif rep.disable_cuda_graph:
                 findings.append("decode runs without CUDA graph (server started with CUDA graphs disabled)")
-            findings.extend(audit)
+            if rep.recognised_lines:
+                findings.extend(audit)
             if rep.cycle_ms is not None:
                 base_ms, base_src = rep.cycle_ms, "this run (no speculation)"
         out.append(
@@ -624,8 +638,10 @@ def _diagnose(
 def _check_baseline(baseline_decode_ms: float | None) -> float | None:
     if baseline_decode_ms is None:
         return None
-    if isinstance(baseline_decode_ms, bool) or not isinstance(baseline_decode_ms, (int, float)) or not (
-        0.0 < float(baseline_decode_ms) < float("inf")
+    if (
+        isinstance(baseline_decode_ms, bool)
+        or not isinstance(baseline_decode_ms, (int, float))
+        or not (0.0 < float(baseline_decode_ms) < float("inf"))
     ):
         raise ValueError(
             f"baseline_decode_ms (--baseline-decode-ms) must be a positive number of milliseconds, "
@@ -714,13 +730,19 @@ def format_text(reports: Sequence[RunReport]) -> str:
                 f"{rep.mean_running_req:.1f} running) over {rep.decode_lines} decode log lines"
             )
             if rep.speculative and rep.mean_accept_len is not None:
-                rate = f" (accept rate {rep.mean_accept_rate:.2f})" if rep.mean_accept_rate is not None else ""
+                rate = (
+                    f" (accept rate {rep.mean_accept_rate:.2f})" if rep.mean_accept_rate is not None else ""
+                )
                 out.append(f"   mean accept length: {rep.mean_accept_len:.2f}{rate}")
-                out.append(f"   implied verify cycle: {fmt_ms(rep.cycle_ms or 0.0)} ms (accept length / per-request tok/s)")
+                out.append(
+                    f"   implied verify cycle: {fmt_ms(rep.cycle_ms or 0.0)} ms (accept length / per-request tok/s)"
+                )
             else:
                 out.append(f"   decode step: {fmt_ms(rep.cycle_ms or 0.0)} ms")
             if rep.graph_lines or rep.eager_lines:
-                out.append(f"   CUDA graph on {rep.graph_lines} of {rep.graph_lines + rep.eager_lines} decode log lines")
+                out.append(
+                    f"   CUDA graph on {rep.graph_lines} of {rep.graph_lines + rep.eager_lines} decode log lines"
+                )
         if rep.speculative:
             if rep.baseline_decode_ms is not None:
                 out.append(

@@ -70,15 +70,27 @@ def implied_cycle_ms(accept_len: float, tok_s: float, running_req: float = 1.0) 
     step time of a non-speculative server.
     """
     accept = _check_number(
-        "accept_len", "--accept-len", accept_len, minimum=1.0, inclusive=True,
+        "accept_len",
+        "--accept-len",
+        accept_len,
+        minimum=1.0,
+        inclusive=True,
         fix="use the mean 'accept len' from the decode log (1 for a non-speculative server)",
     )
     rate = _check_number(
-        "tok_s", "gen throughput", tok_s, minimum=0.0, inclusive=False,
+        "tok_s",
+        "gen throughput",
+        tok_s,
+        minimum=0.0,
+        inclusive=False,
         fix="use a decode log line where tokens were generated (gen throughput > 0)",
     )
     running = _check_number(
-        "running_req", "#running-req", running_req, minimum=0.0, inclusive=False,
+        "running_req",
+        "#running-req",
+        running_req,
+        minimum=0.0,
+        inclusive=False,
         fix="use a decode log line with at least one running request",
     )
     return 1000.0 * accept * running / rate
@@ -168,16 +180,28 @@ def estimate(accept_len: float, verify_ms: float, decode_ms: float) -> Estimate:
     and a one-line verdict. Raises ValueError for accept_len < 1 or non-positive times.
     """
     accept = _check_number(
-        "accept_len", "--accept-len", accept_len, minimum=1.0, inclusive=True,
+        "accept_len",
+        "--accept-len",
+        accept_len,
+        minimum=1.0,
+        inclusive=True,
         fix="pass the mean 'accept len' from the SGLang decode log, e.g. --accept-len 2.0 "
         "(it counts the bonus token, so it is at least 1)",
     )
     verify = _check_number(
-        "verify_ms", "--verify-ms", verify_ms, minimum=0.0, inclusive=False,
+        "verify_ms",
+        "--verify-ms",
+        verify_ms,
+        minimum=0.0,
+        inclusive=False,
         fix="pass the draft + verify cycle time in milliseconds, e.g. --verify-ms 29",
     )
     decode = _check_number(
-        "decode_ms", "--decode-ms", decode_ms, minimum=0.0, inclusive=False,
+        "decode_ms",
+        "--decode-ms",
+        decode_ms,
+        minimum=0.0,
+        inclusive=False,
         fix="pass the non-speculative decode step time in milliseconds, e.g. --decode-ms 12",
     )
     spec_tok_s = accept / (verify / 1000.0)

@@ -310,6 +310,7 @@ _PREFIX_RE = re.compile(
     r"NCCL (?P<level>INFO|WARN|TRACE|CALL|ATTN|ABORT)(?= |$)"
 )
 _TIMESTAMP_TAIL_RE = re.compile(r"\[(?P<ts>[^\[\]]{1,64})\] ?$")
+_CLEAN_HEAD_RE = re.compile(r"^\s*(?:\[[^\[\]]{1,64}\] ?)?$")
 
 _NAME = r"NCCL_[A-Z0-9_]+"
 _ENV_RE = re.compile(rf"^(?P<name>{_NAME}) set by environment to (?P<raw>.*)$")
@@ -344,9 +345,7 @@ _NETWORK_RE = re.compile(r"^Using network (?P<net>\S.*?)\s*$")
 _MATRIX_START_RE = re.compile(r"^Enabled NCCL Func/Proto/Algo Matrix:")
 # Table lines may carry a launcher tag in front ("[1,0]<stdout>:", "(TP0 pid=7) ").
 _MATRIX_HEADER_RE = re.compile(r"(?:^|[\s:>)\]])Function\s*\|(?P<p>[^|]*)\|(?P<a>[^|]*)$")
-_MATRIX_ROW_RE = re.compile(
-    r"(?:^|[\s:>)\]])(?P<f>[A-Z][A-Za-z]*)\s*\|(?P<p>[\s\d]*)\|(?P<a>[\s\d]*)$"
-)
+_MATRIX_ROW_RE = re.compile(r"(?:^|[\s:>)\]])(?P<f>[A-Z][A-Za-z]*)\s*\|(?P<p>[\s\d]*)\|(?P<a>[\s\d]*)$")
 _MATRIX_PARTIAL_RE = re.compile(r"(?:^|[\s:>)\]])[A-Z][A-Za-z]*\s*\|[\s\d|]*$")
 _DIGITS_ONLY_RE = re.compile(r"^[\s\d]+$")
 
@@ -390,13 +389,31 @@ class _Comm:
 
     def freeze(self) -> CommInit:
         return CommInit(
-            comm=self.comm, rank=self.rank, nranks=self.nranks, cuda_dev=self.cuda_dev,
-            bus_id=self.bus_id, func=self.func, nvml_dev=self.nvml_dev, comm_id=self.comm_id,
-            parent=self.parent, split_count=self.split_count, color=self.color, key=self.key,
-            tid=self.tid, started=self.started, completed=self.completed, destroyed=self.destroyed,
-            n_nodes=self.n_nodes, local_ranks=self.local_ranks, network=self.network,
-            channels=tuple(self.channels), p2p_chunksize=self.p2p_chunksize, matrix=self.matrix,
-            configs=tuple(self.configs), env=tuple(self.env), start_line=self.start_line,
+            comm=self.comm,
+            rank=self.rank,
+            nranks=self.nranks,
+            cuda_dev=self.cuda_dev,
+            bus_id=self.bus_id,
+            func=self.func,
+            nvml_dev=self.nvml_dev,
+            comm_id=self.comm_id,
+            parent=self.parent,
+            split_count=self.split_count,
+            color=self.color,
+            key=self.key,
+            tid=self.tid,
+            started=self.started,
+            completed=self.completed,
+            destroyed=self.destroyed,
+            n_nodes=self.n_nodes,
+            local_ranks=self.local_ranks,
+            network=self.network,
+            channels=tuple(self.channels),
+            p2p_chunksize=self.p2p_chunksize,
+            matrix=self.matrix,
+            configs=tuple(self.configs),
+            env=tuple(self.env),
+            start_line=self.start_line,
             complete_line=self.complete_line,
         )
 
@@ -438,10 +455,17 @@ class _Proc:
         for batch in self.pending_configs:
             unattached.extend(batch)
         return NcclProcessLog(
-            host=self.host, pid=self.pid, sources=tuple(self.sources), version=self.version,
-            cuda_version=self.cuda_version, env_reports=tuple(self.env),
-            comms=tuple(c.freeze() for c in self.comms), warnings=tuple(self.warnings),
-            unattached_configs=tuple(unattached), tids=tuple(self.tids), n_lines=self.n_lines,
+            host=self.host,
+            pid=self.pid,
+            sources=tuple(self.sources),
+            version=self.version,
+            cuda_version=self.cuda_version,
+            env_reports=tuple(self.env),
+            comms=tuple(c.freeze() for c in self.comms),
+            warnings=tuple(self.warnings),
+            unattached_configs=tuple(unattached),
+            tids=tuple(self.tids),
+            n_lines=self.n_lines,
         )
 
 
@@ -471,8 +495,13 @@ class _Matrix:
             p = [int(x) for x in m.group("p").split()]
             a = [int(x) for x in m.group("a").split()]
             if len(p) == len(self.protocols) and len(a) == len(self.algorithms):
-                self.rows.append(MatrixRow(m.group("f"), tuple(zip(self.protocols, p, strict=True)),
-                                           tuple(zip(self.algorithms, a, strict=True))))
+                self.rows.append(
+                    MatrixRow(
+                        m.group("f"),
+                        tuple(zip(self.protocols, p, strict=True)),
+                        tuple(zip(self.algorithms, a, strict=True)),
+                    )
+                )
                 self.partial = None
                 return True
             if len(p) > len(self.protocols) or len(a) > len(self.algorithms):
@@ -501,6 +530,7 @@ class _Parser:
         self.procs: dict[tuple[str, int], _Proc] = {}
         self.matrix: _Matrix | None = None
         self.last_proc: _Proc | None = None
+        self.known_hosts: set[str] = {default[0]} if default is not None else set()
         if default is not None:
             self.proc(*default)
 
@@ -514,7 +544,14 @@ class _Parser:
 
     # -- driving -------------------------------------------------------------------
     def run(self, text: str) -> list[NcclProcessLog]:
-        for line_no, line in enumerate(text.splitlines(), start=1):
+        lines = text.splitlines()
+        # Hosts seen in prefixes that start a line: used to repair a prefix glued to other
+        # text without a separator ("...78.50 GBgpu-node-1:701:711 [1] NCCL INFO ...").
+        for line in lines:
+            m = _PREFIX_RE.search(line)
+            if m and _CLEAN_HEAD_RE.match(line[: m.start()]):
+                self.known_hosts.add(m.group("host"))
+        for line_no, line in enumerate(lines, start=1):
             self.line(line, line_no)
         self.end_matrix()
         procs = list(self.procs.values())
@@ -539,7 +576,7 @@ class _Parser:
             self.matrix.feed(head)  # a table row cut by a line glued to it
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-            message = line[m.end():end].strip()
+            message = line[m.end() : end].strip()
             timestamp = ts_match.group("ts") if (i == 0 and ts_match) else None
             self.prefixed(m, message, line_no, timestamp)
 
@@ -571,8 +608,14 @@ class _Parser:
             mat.comm.matrix = built
 
     # -- prefixed lines --------------------------------------------------------------
+    def host_of(self, host: str) -> str:
+        if host in self.known_hosts:
+            return host
+        suffixes = [h for h in self.known_hosts if host.endswith(h)]
+        return max(suffixes, key=len) if suffixes else host
+
     def prefixed(self, m: re.Match[str], msg: str, line_no: int, timestamp: str | None) -> None:
-        host, pid, tid = m.group("host"), int(m.group("pid")), int(m.group("tid"))
+        host, pid, tid = self.host_of(m.group("host")), int(m.group("pid")), int(m.group("tid"))
         proc = self.proc(host, pid)
         if self.matrix is not None and self.matrix.proc is proc and self.matrix.tid == tid:
             self.end_matrix()
@@ -583,11 +626,19 @@ class _Parser:
         level = m.group("level")
         dev = int(m.group("dev")) if m.group("dev") is not None else None
         if level in ("WARN", "ATTN"):
-            proc.warnings.append(WarnLine(
-                message=msg, line_no=line_no, tid=tid, cuda_dev=dev, src_file=m.group("src"),
-                src_line=int(m.group("srcline")) if m.group("srcline") else None,
-                func=m.group("func"), timestamp=timestamp, level=level,
-            ))
+            proc.warnings.append(
+                WarnLine(
+                    message=msg,
+                    line_no=line_no,
+                    tid=tid,
+                    cuda_dev=dev,
+                    src_file=m.group("src"),
+                    src_line=int(m.group("srcline")) if m.group("srcline") else None,
+                    func=m.group("func"),
+                    timestamp=timestamp,
+                    level=level,
+                )
+            )
             return
         if level == "INFO":
             self.info(proc, tid, msg, line_no)
@@ -751,10 +802,13 @@ def merge_logs(logs: Iterable[NcclProcessLog]) -> list[NcclProcessLog]:
             merged[key] = log
             continue
         merged[key] = NcclProcessLog(
-            host=log.host, pid=log.pid,
+            host=log.host,
+            pid=log.pid,
             sources=old.sources + tuple(s for s in log.sources if s not in old.sources),
-            version=old.version or log.version, cuda_version=old.cuda_version or log.cuda_version,
-            env_reports=old.env_reports + log.env_reports, comms=old.comms + log.comms,
+            version=old.version or log.version,
+            cuda_version=old.cuda_version or log.cuda_version,
+            env_reports=old.env_reports + log.env_reports,
+            comms=old.comms + log.comms,
             warnings=old.warnings + log.warnings,
             unattached_configs=old.unattached_configs + log.unattached_configs,
             tids=old.tids + tuple(t for t in log.tids if t not in old.tids),
@@ -768,10 +822,17 @@ def merge_logs(logs: Iterable[NcclProcessLog]) -> list[NcclProcessLog]:
 # --------------------------------------------------------------------------------------
 
 # Read with getenv in ncclDebugInit/initEnv, never echoed by a "set by environment" line.
-_UNOBSERVABLE = frozenset({
-    "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_DEBUG_TIMESTAMP_LEVELS",
-    "NCCL_DEBUG_TIMESTAMP_FORMAT", "NCCL_CONF_FILE", "NCCL_ENV_PLUGIN",
-})
+_UNOBSERVABLE = frozenset(
+    {
+        "NCCL_DEBUG",
+        "NCCL_DEBUG_SUBSYS",
+        "NCCL_DEBUG_FILE",
+        "NCCL_DEBUG_TIMESTAMP_LEVELS",
+        "NCCL_DEBUG_TIMESTAMP_FORMAT",
+        "NCCL_CONF_FILE",
+        "NCCL_ENV_PLUGIN",
+    }
+)
 _LEVEL_VARS = frozenset({"NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_IB_GDR_LEVEL"})
 # graph/paths.cc levelsOldToNew: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 SYS, 5 SYS; larger -> SYS
 _OLD_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
@@ -838,8 +899,10 @@ def _agree(name: str, expected: str, report: EnvReport) -> tuple[bool, str]:
         if value == int(report.value):
             if whole:
                 return True, ""
-            return False, (f"NCCL parsed {expected!r} as {value} (strtoll stops at the first "
-                           "non-digit: no unit suffixes)")
+            return False, (
+                f"NCCL parsed {expected!r} as {value} (strtoll stops at the first "
+                "non-digit: no unit suffixes)"
+            )
     return False, ""
 
 
@@ -874,16 +937,23 @@ def compare(
     for log in sorted(logs, key=lambda lg: (lg.host, lg.pid)):
         for name, want in sorted(expected.items()):
             if name in _UNOBSERVABLE:
-                out.append(Disagreement("unverifiable", log.host, log.pid, name, expected=want,
-                                        detail="NCCL reads it without logging its value"))
+                out.append(
+                    Disagreement(
+                        "unverifiable",
+                        log.host,
+                        log.pid,
+                        name,
+                        expected=want,
+                        detail="NCCL reads it without logging its value",
+                    )
+                )
                 continue
             reports = [r for r in log.env_reports if r.name == name]
             if not reports:
                 hint = _HINTS.get(name, _GENERIC_HINT)
                 if not any(c.started or c.completed for c in log.comms):
                     hint += "; no communicator init was logged by this process"
-                out.append(Disagreement("not_reported", log.host, log.pid, name, expected=want,
-                                        detail=hint))
+                out.append(Disagreement("not_reported", log.host, log.pid, name, expected=want, detail=hint))
                 continue
             seen: set[tuple[str, str | None]] = set()
             for r in reports:
@@ -892,15 +962,32 @@ def compare(
                     continue
                 seen.add((r.value, r.comm))
                 detail = why or f"line {r.line_no} ({r.source})"
-                out.append(Disagreement("different", log.host, log.pid, name, expected=want,
-                                        reported=r.value, comm=r.comm, detail=detail))
+                out.append(
+                    Disagreement(
+                        "different",
+                        log.host,
+                        log.pid,
+                        name,
+                        expected=want,
+                        reported=r.value,
+                        comm=r.comm,
+                        detail=detail,
+                    )
+                )
         if audit is None:
             continue
         recorded = audit.get(log.pid)
         if recorded is None:
             if log.env_reports:
-                out.append(Disagreement("process_not_audited", log.host, log.pid, None,
-                                        detail="NCCL logged variables in a pid absent from the audit"))
+                out.append(
+                    Disagreement(
+                        "process_not_audited",
+                        log.host,
+                        log.pid,
+                        None,
+                        detail="NCCL logged variables in a pid absent from the audit",
+                    )
+                )
             continue
         done: set[str] = set()
         for r in log.env_reports:
@@ -908,20 +995,35 @@ def compare(
                 continue
             done.add(r.name)
             if r.name not in recorded:
-                out.append(Disagreement("not_in_audit", log.host, log.pid, r.name, reported=r.value,
-                                        detail=f"reported at line {r.line_no} ({r.source})"))
+                out.append(
+                    Disagreement(
+                        "not_in_audit",
+                        log.host,
+                        log.pid,
+                        r.name,
+                        reported=r.value,
+                        detail=f"reported at line {r.line_no} ({r.source})",
+                    )
+                )
                 continue
             ok, why = _agree(r.name, recorded[r.name], r)
             if not ok:
-                out.append(Disagreement("audit_mismatch", log.host, log.pid, r.name,
-                                        reported=r.value, audit=recorded[r.name], comm=r.comm,
-                                        detail=why))
+                out.append(
+                    Disagreement(
+                        "audit_mismatch",
+                        log.host,
+                        log.pid,
+                        r.name,
+                        reported=r.value,
+                        audit=recorded[r.name],
+                        comm=r.comm,
+                        detail=why,
+                    )
+                )
     return out
 
 
-def format_text(
-    disagreements: Iterable[Disagreement], logs: Iterable[NcclProcessLog] | None = None
-) -> str:
+def format_text(disagreements: Iterable[Disagreement], logs: Iterable[NcclProcessLog] | None = None) -> str:
     """Human-readable report: one line per process (if ``logs``), then one per disagreement."""
     lines: list[str] = []
     for log in logs or ():

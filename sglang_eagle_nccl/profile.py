@@ -590,7 +590,7 @@ def resolve(
     merged.origin.update({f"env:{k}": "--nccl-env" for k in flag_env})
     if env_flags:
         sources.append("--nccl-env")
-        names.append("+flags")
+        names.append("flags")
     if policy_flags:
         merged.policy.update({k: v for k, v in policy_flags.items() if v is not None})
 

@@ -211,6 +211,20 @@ class _Anything:
     def __getitem__(self, item: Any) -> Any:
         return _Anything(f"{self._name}[]")
 
+    # An empty container and a false value: ``"cpu" in triton.backends.backends`` (torch's own probe
+    # for a CPU triton backend) must answer False, not iterate forever through __getitem__.
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __contains__(self, item: Any) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:
+        return False
+
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         return (object,)  # used as a base class
 

@@ -67,13 +67,16 @@ def test_accept_len_below_one_names_argument_value_and_fix() -> None:
     assert "accept_len" in msg and "--accept-len" in msg and "0.5" in msg and ">= 1" in msg
 
 
-@pytest.mark.parametrize(("kwargs", "name", "shown"), [
-    ({"verify_ms": 0}, "verify_ms", "0"),
-    ({"verify_ms": -3.0}, "verify_ms", "-3.0"),
-    ({"decode_ms": 0.0}, "decode_ms", "0.0"),
-    ({"decode_ms": float("nan")}, "decode_ms", "nan"),
-    ({"verify_ms": float("inf")}, "verify_ms", "inf"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "name", "shown"),
+    [
+        ({"verify_ms": 0}, "verify_ms", "0"),
+        ({"verify_ms": -3.0}, "verify_ms", "-3.0"),
+        ({"decode_ms": 0.0}, "decode_ms", "0.0"),
+        ({"decode_ms": float("nan")}, "decode_ms", "nan"),
+        ({"verify_ms": float("inf")}, "verify_ms", "inf"),
+    ],
+)
 def test_bad_times_name_argument_and_value(kwargs: dict[str, float], name: str, shown: str) -> None:
     args = {"accept_len": 2.0, "verify_ms": 29.0, "decode_ms": 12.0, **kwargs}
     with pytest.raises(ValueError) as exc:

@@ -1,0 +1,394 @@
+"""Activation: once per process, from whichever path reaches the process first.
+
+Three paths lead here and all end in :func:`activate`:
+
+- the ``.pth`` line at interpreter start (:func:`interpreter_start`), in every process of
+  every SGLang version, multiprocessing ``spawn`` children included;
+- SGLang's plugin loader (``sglang.srt.plugins`` entry point, :func:`sglang_plugin`) in
+  SGLang >= 0.5.11, which also registers the hooks through SGLang's HookRegistry;
+- SGLang's server CLI flags (``--nccl-profile`` ...) read by the ``cli_capture`` hook
+  (:func:`activate_from_cli`).
+
+The first activation in a launch resolves and validates the profile, writes it into
+``os.environ`` and serialises it into ``SGLANG_EAGLE_NCCL_PROFILE`` so that every process
+SGLang spawns re-creates exactly the same profile. Module-level imports are kept to the
+minimum: SGLang's entry point imports this module in processes where the plugin is off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+from . import _gate
+from .state import STATE, ProcessState
+
+ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
+
+
+def log(message: str) -> None:
+    print(f"[sglang-eagle-nccl] {message}", file=sys.stderr, flush=True)
+
+
+# --- interpreter start ----------------------------------------------------------------------------
+
+
+def interpreter_start(*, enabled: bool, cli_flags: bool) -> None:
+    """Called by the ``.pth`` gate. Never lets an unexpected error stop the interpreter."""
+    from .audit import AuditError
+    from .findings import ProfileError
+
+    try:
+        if cli_flags:
+            install_cli_hooks()
+        if enabled:
+            activate(origin="pth")
+    except (ProfileError, AuditError) as exc:
+        _refuse_sglang(exc)
+    except Exception as exc:  # noqa: BLE001 - a plugin bug must not break every Python program
+        log(f"internal error while activating (SGLang runs without the plugin): {exc!r}")
+        traceback.print_exc()
+
+
+def _refuse_sglang(exc: BaseException) -> None:
+    """The user asked for a profile that cannot be applied: say so now, and stop SGLang itself.
+
+    Unrelated Python programs started from the same environment keep working; importing
+    SGLang in this process fails with the same message, so no server starts half-configured.
+    """
+    import wrapt
+
+    message = str(exc)
+    log(message)
+    log("SGLang will refuse to start in this process until this is fixed (or unset SGLANG_EAGLE_NCCL).")
+
+    def refuse(_module: Any) -> None:
+        raise RuntimeError(f"sglang-eagle-nccl: the requested NCCL profile cannot be applied:\n{message}")
+
+    wrapt.register_post_import_hook(refuse, "sglang")
+
+
+# --- activation ---------------------------------------------------------------------------------
+
+
+def profile_from_environment() -> Any:
+    """The profile serialised by the launcher, or else resolved from the plugin's variables."""
+    from .profile import Profile, resolve
+
+    text = os.environ.get(_gate.ENV_PROFILE)
+    if text:
+        return Profile.from_json(text)
+    resolution = resolve(environ=os.environ)
+    for warning in resolution.warnings:
+        log(f"warning: {warning.message()}")
+    return resolution.profile
+
+
+def _node_rank() -> int | None:
+    value = os.environ.get(_gate.ENV_NODE_RANK, "")
+    return int(value) if value.isdigit() else None
+
+
+def _prepare_run_dir(profile: Any) -> Any:
+    from .audit import AuditError, new_launch_dir, run_dir_from_environ, write_launch_meta
+
+    existing = run_dir_from_environ()
+    if existing is not None:
+        return existing
+    try:
+        run_dir = new_launch_dir(profile.policy.audit_dir)
+        write_launch_meta(
+            run_dir,
+            {
+                "profile": profile.to_dict(),
+                "launcher_pid": os.getpid(),
+                "argv": list(getattr(sys, "orig_argv", sys.argv)),
+            },
+        )
+    except (OSError, AuditError) as exc:
+        if profile.policy.audit_required:
+            raise AuditError(f"cannot create the audit directory: {exc} (audit_required is set)") from exc
+        log(f"WARNING: cannot create the audit directory ({exc}); continuing without audit")
+        return None
+    os.environ[_gate.ENV_RUN_DIR] = str(run_dir)
+    return run_dir
+
+
+def activate(profile: Any = None, *, origin: str) -> ProcessState:
+    """Apply the profile in this process (idempotent) and schedule the hooks."""
+    from . import environ as envmod
+    from .audit import AuditWriter
+
+    with STATE.lock:
+        if STATE.active:
+            return STATE
+        if profile is None:
+            profile = profile_from_environment()
+        node_rank = _node_rank()
+        is_root = ENV_ROOT_PID not in os.environ
+        report = envmod.apply(profile.process_env(node_rank))
+        # Everything below is inherited by the processes SGLang spawns from here on.
+        os.environ[_gate.ENV_PROFILE] = profile.to_json()
+        if not _gate.is_enabled():
+            os.environ[_gate.ENV_ENABLE] = "1"
+        if is_root:
+            os.environ[ENV_ROOT_PID] = str(os.getpid())
+        run_dir = _prepare_run_dir(profile)
+        STATE.profile = profile
+        STATE.node_rank = node_rank
+        STATE.origin = origin
+        STATE.role = "launcher" if is_root else "child"
+        STATE.audit = AuditWriter(run_dir, required=profile.policy.audit_required, role=STATE.role)
+        STATE.audit.write(
+            "process_start",
+            ppid=os.getppid(),
+            origin=origin,
+            python=sys.version.split()[0],
+            executable_argv=list(getattr(sys, "orig_argv", sys.argv))[:3],
+            profile=profile.name,
+            profile_sources=list(profile.sources),
+            node_rank=node_rank,
+            applied=report.to_dict(),
+            expected_env=profile.process_env(node_rank),
+            env=envmod.nccl_snapshot(),
+        )
+        STATE.active = True
+        if is_root:
+            changed = report.added + report.changed
+            log(
+                f"profile '{profile.name}' applied ({len(changed)} NCCL variable(s) set"
+                + (f", audit in {run_dir}" if run_dir else "")
+                + ")"
+            )
+    _schedule_patches()
+    return STATE
+
+
+def _schedule_patches() -> None:
+    if "sglang" in sys.modules:
+        install_patches()
+        return
+    import wrapt
+
+    # Patch sets are chosen when SGLang is first imported: selecting needs SGLang's version,
+    # and processes that never import SGLang pay nothing more.
+    wrapt.register_post_import_hook(lambda _m: install_patches(), "sglang")
+
+
+def _on_hook_result(hook: Any, mechanism: str, failure: str | None) -> None:
+    if STATE.audit is None:
+        return
+    if failure is None:
+        STATE.audit.write("hook_installed", target=hook.target, mechanism=mechanism, handler=hook.handler)
+    else:
+        STATE.uncovered.append({"target": hook.target, "reason": failure, "required": hook.required})
+        STATE.audit.write("hook_uncovered", target=hook.target, mechanism=mechanism, reason=failure, required=hook.required)
+        if hook.required:
+            log(f"required hook target {hook.target} could not be installed: {failure}")
+
+
+def _select() -> Any:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import patchsets
+
+    if STATE.selection is not None:
+        return STATE.selection
+    try:
+        installed = version("sglang")
+    except PackageNotFoundError:
+        # Imported from a source checkout without metadata: read the package's own version.
+        installed = getattr(sys.modules.get("sglang"), "__version__", None) or "0"
+    selection = patchsets.select(installed)
+    uncovered: list[dict[str, Any]] = []
+    if not selection.tested:
+        root = patchsets.installed_root()
+        if root is not None:
+            coverage = patchsets.check_coverage(selection, root, cli=STATE.cli_hooks)
+            patchsets.require_coverage(coverage, allow_partial=bool(STATE.profile and STATE.profile.policy.allow_partial))
+            uncovered = [c.to_dict() for c in coverage.missing_required + coverage.missing_optional]
+    STATE.selection = selection
+    STATE.uncovered.extend(uncovered)
+    if STATE.audit is not None:
+        STATE.audit.write(
+            "patch_set",
+            sglang_version=installed,
+            patch_set=selection.patch_set.id,
+            status=selection.status,
+            mechanism=selection.patch_set.mechanism,
+            uncovered=uncovered,
+        )
+    if not selection.tested:
+        log(
+            f"SGLang {installed} is newer than patch set {selection.patch_set.id} was proven on "
+            f"(through {selection.patch_set.tested_through}); all required targets were found"
+            + (f", {len(uncovered)} uncovered (allow_partial)" if uncovered else "")
+        )
+    return selection
+
+
+def _plugins_already_loaded() -> bool:
+    plugins = sys.modules.get("sglang.srt.plugins")
+    return bool(getattr(plugins, "_plugins_loaded", False))
+
+
+def install_patches(*, from_entry_point: bool = False) -> None:
+    """Install the selected patch set's hooks (idempotent per hook)."""
+    from packaging.version import Version
+
+    from . import patching
+    from .hooks import run_hook
+
+    with STATE.lock:
+        if not STATE.active:
+            return
+        selection = _select()
+        patch_set = selection.patch_set
+        version = Version(selection.version)
+        register_now = from_entry_point or _plugins_already_loaded()
+        registered_late = False
+        for hook in patch_set.hooks_for(version, cli=False):
+            mechanism = patch_set.mechanism_of(hook)
+            if mechanism == "hook_registry":
+                if register_now:
+                    patching.install_hook_registry(hook, run_hook, _on_hook_result)
+                    registered_late = registered_late or not from_entry_point
+                elif not patching.entry_point_allowed():
+                    # SGLANG_PLUGINS excludes our entry point: SGLang will never call us, so
+                    # patch through wrapt instead and say so.
+                    patching.install_wrapt(hook, run_hook, _on_hook_result)
+                    if STATE.audit and hook.target not in patching.STATE.installed:
+                        STATE.audit.write("mechanism_fallback", target=hook.target, reason="SGLANG_PLUGINS excludes sglang_eagle_nccl")
+                # else: SGLang's load_plugins() calls sglang_plugin(), which registers it.
+            else:
+                patching.install_wrapt(hook, run_hook, _on_hook_result)
+        if registered_late:
+            # load_plugins() already ran apply_hooks(); hooks registered afterwards need this.
+            patching.apply_hook_registry()
+        STATE.patches_installed = True
+
+
+def ensure_hooks() -> None:
+    """Make sure the hooks are in place in a process SGLang did not start itself (preflight).
+
+    SGLang's own processes call ``load_plugins()`` (>= 0.5.11), which reaches
+    :func:`sglang_plugin`; a process we spawn does the same, and registers directly when the
+    entry point is not installed (a source checkout).
+    """
+    install_patches()
+    selection = STATE.selection
+    if selection is None or selection.patch_set.mechanism != "hook_registry":
+        return
+    try:
+        from sglang.srt.plugins import load_plugins  # type: ignore[import-not-found]
+
+        load_plugins()
+    except ImportError:
+        pass
+    from . import patching
+
+    if not any(m == "hook_registry" for m in patching.STATE.installed.values()):
+        install_patches(from_entry_point=True)
+        patching.apply_hook_registry()
+
+
+def sglang_plugin() -> None:
+    """``sglang.srt.plugins`` entry point: SGLang >= 0.5.11 calls it in its processes.
+
+    With the plugin not enabled it returns at once. SGLang's loader swallows exceptions from
+    plugins, so a profile that cannot be applied ends the process with SystemExit instead:
+    the user asked for it, so it must not be lost in a log line.
+    """
+    if not STATE.active and not _gate.is_enabled():
+        return
+    from .audit import AuditError
+    from .findings import ProfileError
+    from .patchsets import PatchSetError
+
+    try:
+        activate(origin="entry_point")
+        install_patches(from_entry_point=True)
+    except (ProfileError, PatchSetError, AuditError) as exc:
+        log(str(exc))
+        raise SystemExit(2) from exc
+
+
+# --- SGLang CLI flags -----------------------------------------------------------------------------
+
+
+def cli_hooks() -> list[Any]:
+    """The launch-flag hooks (same targets in every supported SGLang, proven by the matrix)."""
+    from .patchsets import load_manifests
+
+    seen: dict[str, Any] = {}
+    for patch_set in load_manifests():
+        for hook in patch_set.hooks:
+            if hook.when == "cli":
+                seen[hook.target] = hook
+    return list(seen.values())
+
+
+def install_cli_hooks() -> None:
+    """Add --nccl-* to SGLang's server CLI in this process (wrapt; works on every version)."""
+    from . import patching
+    from .hooks import run_hook
+
+    with STATE.lock:
+        if STATE.cli_hooks:
+            return
+        STATE.cli_hooks = True
+        for hook in cli_hooks():
+            patching.install_wrapt(hook, run_hook, lambda *_: None)
+
+
+def activate_from_cli(
+    profiles: list[str], env_flags: list[str], *, audit_dir: str | None, allow_partial: bool
+) -> None:
+    """The server CLI got --nccl-* flags: resolve, validate, activate; exit 2 on a bad profile."""
+    from .findings import ProfileError
+    from .patchsets import PatchSetError
+    from .profile import resolve
+
+    try:
+        resolution = resolve(
+            profiles,
+            env_flags=env_flags,
+            policy_flags={"audit_dir": audit_dir, "allow_partial": True if allow_partial else None},
+        )
+    except ProfileError as exc:
+        log(str(exc))
+        raise SystemExit(2) from None
+    for warning in resolution.warnings:
+        log(f"warning: {warning.message()}")
+    if STATE.active:
+        # Flags given on top of an environment activation: the flags decide. Nothing has been
+        # spawned yet (argument parsing precedes every launch), so re-applying is safe.
+        _reconfigure(resolution.profile)
+    else:
+        if os.environ.get(_gate.ENV_PROFILE):
+            # A stale serialised profile from an outer launch must not override these flags.
+            del os.environ[_gate.ENV_PROFILE]
+        activate(resolution.profile, origin="cli")
+    try:
+        install_patches()
+    except PatchSetError as exc:
+        log(str(exc))
+        raise SystemExit(2) from None
+
+
+def _reconfigure(profile: Any) -> None:
+    from . import environ as envmod
+
+    with STATE.lock:
+        old = STATE.profile
+        for name in old.process_env(STATE.node_rank) if old else {}:
+            if name not in profile.process_env(STATE.node_rank):
+                os.environ.pop(name, None)
+        report = envmod.apply(profile.process_env(STATE.node_rank))
+        os.environ[_gate.ENV_PROFILE] = profile.to_json()
+        STATE.profile = profile
+        if STATE.audit:
+            STATE.audit.write("profile_replaced", profile=profile.name, applied=report.to_dict(), env=envmod.nccl_snapshot())
+        log(f"profile '{profile.name}' from the command line replaces '{old.name if old else '-'}'")

@@ -1,0 +1,195 @@
+"""Installing hooks: through SGLang's HookRegistry (>= 0.5.11) or wrapt post-import hooks.
+
+Both mechanisms end in the same call: ``run_hook(hook, original, instance, args, kwargs)``
+where ``original(*args, **kwargs)`` calls the patched function (already bound to
+``instance`` for methods). Hook handlers live in :mod:`hooks`; this module only adapts the
+calling conventions and keeps installation idempotent per process.
+
+wrapt post-import hooks fire when the target module is imported, or at once if it already
+is, so patches land whenever SGLang imports the module (including in spawned children,
+where the ``.pth`` bootstrap registers them before any SGLang code runs). Installed wrappers
+can be removed again (:func:`uninstall_wrapt`) so tests can patch and unpatch.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .patchsets import Hook
+
+# Set by bootstrap: run_hook(hook, original, instance, args, kwargs) -> result.
+Runner = Callable[[Hook, Callable[..., Any], Any, tuple, dict], Any]
+
+PLUGIN_NAME = "sglang_eagle_nccl"
+
+
+@dataclass
+class InstallState:
+    installed: dict[str, str] = field(default_factory=dict)  # target -> mechanism
+    failed: dict[str, str] = field(default_factory=dict)  # target -> reason
+    pending: set[str] = field(default_factory=set)  # wrapt hooks waiting for their module
+    wrapt_restore: list[tuple[Any, str, Any]] = field(default_factory=list)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+STATE = InstallState()
+
+
+def _resolve_parent(module: Any, qualname: str) -> tuple[Any, str]:
+    parts = qualname.split(".")
+    obj = module
+    for part in parts[:-1]:
+        obj = getattr(obj, part)
+    return obj, parts[-1]
+
+
+@functools.lru_cache(maxsize=256)
+def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+def bind(original: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Arguments of a call by parameter name (``arg0``, ``arg1``... when it has no signature)."""
+    try:
+        sig = _signature(original)
+    except TypeError:  # unhashable callable
+        sig = None
+    if sig is not None:
+        try:
+            return dict(sig.bind_partial(*args, **kwargs).arguments)
+        except TypeError:
+            pass
+    # C functions (setproctitle) have no readable signature: positional arguments by index.
+    return {**{f"arg{i}": a for i, a in enumerate(args)}, **kwargs}
+
+
+# --- wrapt ------------------------------------------------------------------------------------
+
+
+def install_wrapt(hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | None], None]) -> None:
+    """Register a post-import hook that wraps ``hook.target`` when its module is imported."""
+    import wrapt
+
+    with STATE.lock:
+        if hook.target in STATE.installed or hook.target in STATE.pending:
+            return
+        STATE.pending.add(hook.target)
+
+    def when_imported(module: Any) -> None:
+        with STATE.lock:
+            if hook.target in STATE.installed:
+                return
+            STATE.pending.discard(hook.target)
+            try:
+                parent, attr = _resolve_parent(module, hook.qualname)
+                before = parent.__dict__.get(attr) if isinstance(parent, type) else getattr(parent, attr)
+                if before is None:
+                    before = getattr(parent, attr)
+            except AttributeError as exc:
+                STATE.failed[hook.target] = f"not found after import: {exc}"
+                on_result(hook, "wrapt", STATE.failed[hook.target])
+                return
+
+            def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+                return runner(hook, wrapped, instance, args, kwargs)
+
+            wrapt.wrap_function_wrapper(parent, attr, wrapper)
+            STATE.wrapt_restore.append((parent, attr, before))
+            STATE.installed[hook.target] = "wrapt"
+        on_result(hook, "wrapt", None)
+
+    wrapt.register_post_import_hook(when_imported, hook.module)
+
+
+def uninstall_wrapt() -> int:
+    """Remove every wrapt wrapper installed by this module (tests). Returns how many."""
+    with STATE.lock:
+        count = 0
+        for parent, attr, original in reversed(STATE.wrapt_restore):
+            setattr(parent, attr, original)
+            count += 1
+        for target, mech in list(STATE.installed.items()):
+            if mech == "wrapt":
+                del STATE.installed[target]
+        STATE.wrapt_restore.clear()
+        return count
+
+
+# --- SGLang HookRegistry ----------------------------------------------------------------------
+
+
+def _is_static(parent: Any, attr: str) -> bool:
+    return isinstance(parent, type) and isinstance(inspect.getattr_static(parent, attr, None), staticmethod)
+
+
+def install_hook_registry(hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | None], None]) -> None:
+    """Register ``hook`` with SGLang's HookRegistry (applied by SGLang's ``apply_hooks``)."""
+    import importlib
+
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore[import-not-found]
+
+    with STATE.lock:
+        if hook.target in STATE.installed:
+            return
+        # HookRegistry passes an unbound function and puts self/cls first in args for methods
+        # (classmethods are unwrapped to __func__ and re-wrapped), nothing for staticmethods.
+        # Resolving the parent imports the target module now; apply_hooks() would next anyway.
+        module = importlib.import_module(hook.module)
+        try:
+            parent, attr = _resolve_parent(module, hook.qualname)
+            getattr(parent, attr)
+        except AttributeError as exc:
+            STATE.failed[hook.target] = f"not found: {exc}"
+            on_result(hook, "hook_registry", STATE.failed[hook.target])
+            return
+        takes_instance = isinstance(parent, type) and not _is_static(parent, attr)
+
+        def around(original_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            if takes_instance:
+                instance, rest = args[0], args[1:]
+                original = functools.partial(original_fn, instance)
+                functools.update_wrapper(original, original_fn, updated=())
+                return runner(hook, original, instance, rest, kwargs)
+            return runner(hook, original_fn, None, args, kwargs)
+
+        around.__qualname__ = f"sglang_eagle_nccl.{hook.handler}"
+        HookRegistry.register(hook.dotted, around, HookType.AROUND)
+        STATE.installed[hook.target] = "hook_registry"
+    on_result(hook, "hook_registry", None)
+
+
+def apply_hook_registry() -> None:
+    """Apply hooks registered after SGLang's own load_plugins() already ran (CLI activation)."""
+    from sglang.srt.plugins.hook_registry import HookRegistry  # type: ignore[import-not-found]
+
+    HookRegistry.apply_hooks()
+
+
+def entry_point_allowed(environ: Any = None) -> bool:
+    """Will SGLang's load_plugins() call our entry point? (``SGLANG_PLUGINS`` is an allow-list.)"""
+    env = os.environ if environ is None else environ
+    allowed = env.get("SGLANG_PLUGINS", "")
+    if not allowed.strip():
+        return True
+    return PLUGIN_NAME in {x.strip() for x in allowed.split(",")}
+
+
+def is_wrapped(obj: Any) -> bool:
+    """True when ``obj`` is a wrapper (wrapt proxy, or a function carrying ``__wrapped__``)."""
+    try:
+        import wrapt
+
+        if isinstance(obj, wrapt.ObjectProxy):
+            return True
+    except ImportError:  # pragma: no cover
+        pass
+    return hasattr(obj, "__wrapped__")
