@@ -100,13 +100,18 @@ _DEPS_0_5_4 = (
     "uvicorn", "python-multipart",
 )
 
+# The real triton wheel (imports on CPU; only kernel launches fail). SGLang imports it unguarded, and at
+# TP > 1 it torch.compile()s its vocab-parallel embedding, which makes torch's inductor probe triton in
+# depth -- more than any stub survives. --no-deps: it has no runtime deps on Python >= 3.10.
+TRITON_PIN = "triton==3.9.0"
+
 VERSIONS: dict[str, VersionSpec] = {
-    "0.5.23": VersionSpec("0.5.23", _DEPS_0_5_23, no_deps=("xgrammar==0.2.7",)),
-    "0.5.4": VersionSpec("0.5.4", _DEPS_0_5_4, no_deps=("xgrammar==0.1.25", "torchao==0.9.0")),
+    "0.5.23": VersionSpec("0.5.23", _DEPS_0_5_23, no_deps=(TRITON_PIN, "xgrammar==0.2.7")),
+    "0.5.4": VersionSpec("0.5.4", _DEPS_0_5_4, no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
     "0.4.10": VersionSpec(
         "0.4.10",
         tuple(d for d in _DEPS_0_5_4 if not d.startswith("transformers")) + ("transformers==4.54.1",),
-        no_deps=("xgrammar==0.1.21", "torchao==0.9.0", "triton==3.9.0"),
+        no_deps=(TRITON_PIN, "xgrammar==0.1.21", "torchao==0.9.0"),
     ),
 }
 

@@ -86,6 +86,23 @@ def profile_from_environment() -> Any:
     return resolution.profile
 
 
+def describe_invocation(argv: list[str]) -> str:
+    """How this interpreter was started, without its arguments (they may hold secrets)."""
+    exe = os.path.basename(argv[0]) if argv else "python"
+    for i, arg in enumerate(argv[1:], 1):
+        if arg == "-m" and i + 1 < len(argv):
+            return f"{exe} -m {argv[i + 1]}"
+        if arg == "-c" and i + 1 < len(argv):
+            code = argv[i + 1]
+            for known in ("multiprocessing.resource_tracker", "multiprocessing.spawn", "multiprocessing.forkserver"):
+                if known in code:
+                    return f"{exe} -c <{known}>"
+            return f"{exe} -c <code>"
+        if not arg.startswith("-"):
+            return f"{exe} {os.path.basename(arg)}"
+    return exe
+
+
 def _node_rank() -> int | None:
     value = os.environ.get(_gate.ENV_NODE_RANK, "")
     return int(value) if value.isdigit() else None
@@ -146,7 +163,7 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
             ppid=os.getppid(),
             origin=origin,
             python=sys.version.split()[0],
-            executable_argv=list(getattr(sys, "orig_argv", sys.argv))[:3],
+            invocation=describe_invocation(list(getattr(sys, "orig_argv", sys.argv))),
             profile=profile.name,
             profile_sources=list(profile.sources),
             node_rank=node_rank,

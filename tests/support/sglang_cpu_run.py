@@ -74,13 +74,17 @@ def omp_threads_bind(tp_size: int, cpus: Sequence[int] | None = None) -> str | N
     return "|".join(",".join(str(c) for c in group) for group in groups)
 
 
-def env_for(tp_size: int, *, standins: bool = True) -> dict[str, str]:
+def env_for(tp_size: int, *, standins: bool = True, torch_compile: bool = False) -> dict[str, str]:
     """Environment variables a CPU SGLang run needs on top of the caller's environment.
 
-    ``SGLANG_USE_CPU_ENGINE=1`` (otherwise model construction imports ``vllm._custom_ops``), the OpenMP
-    binding per TP rank (TP > 1 only; for TP=1 the variable must be absent -- ``full_env`` removes it),
-    and the stand-in gate (spawned children inherit it, so the venv's ``.pth`` activates the stand-ins
-    in every SGLang process).
+    * ``SGLANG_USE_CPU_ENGINE=1`` (otherwise model construction imports ``vllm._custom_ops``);
+    * ``SGLANG_CPU_OMP_THREADS_BIND``, one CPU set per TP rank (TP > 1 only; for TP=1 the variable must
+      be absent -- ``full_env`` removes it);
+    * the stand-in gate ``SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS=1`` (spawned children inherit it, so the
+      venv's ``.pth`` activates the stand-ins in every SGLang process);
+    * unless ``torch_compile``: ``TORCHDYNAMO_DISABLE=1``. At TP > 1 SGLang ``torch.compile``s its
+      vocab-parallel embedding; on 2 cores compiling it stalls the first request by 15-30 s and changes
+      nothing the plugin cares about (outputs are identical).
     """
     extra = {"SGLANG_USE_CPU_ENGINE": "1"}
     bind = omp_threads_bind(tp_size)
@@ -88,15 +92,18 @@ def env_for(tp_size: int, *, standins: bool = True) -> dict[str, str]:
         extra[OMP_BIND_VAR] = bind
     if standins:
         extra[STANDINS_ENV_VAR] = "1"
+    if not torch_compile:
+        extra["TORCHDYNAMO_DISABLE"] = "1"
     return extra
 
 
-def full_env(tp_size: int, base: Mapping[str, str] | None = None, **overrides: str) -> dict[str, str]:
+def full_env(tp_size: int, base: Mapping[str, str] | None = None, *, torch_compile: bool = False,
+             **overrides: str) -> dict[str, str]:
     """A complete environment for a child process: ``base`` (default ``os.environ``) plus ``env_for``,
     without a stale ``SGLANG_CPU_OMP_THREADS_BIND`` for TP=1, plus ``overrides``."""
     env = dict(os.environ if base is None else base)
     env.pop(OMP_BIND_VAR, None)
-    env.update(env_for(tp_size))
+    env.update(env_for(tp_size, torch_compile=torch_compile))
     env.update(overrides)
     return env
 

@@ -12,12 +12,6 @@ What stands in, and why (facts in ``shared/reference/cpu-e2e.md``):
     (``operator torchvision::nms does not exist``). SGLang imports torchvision from ``configs/``. An
     empty module stands in for it; nothing SGLang runs on CPU uses those meta kernels.
 
-``triton`` (only when no real triton is installed)
-    SGLang imports triton unguarded everywhere (``@triton.jit`` kernel definitions). The stand-in
-    accepts any ``triton.*`` import and attribute; ``triton.jit`` returns a
-    ``triton.runtime.jit.JITFunction`` (0.5.4 asserts that type) whose launch raises, so a Triton
-    kernel reached on CPU fails loudly instead of silently doing nothing.
-
 ``sgl_kernel`` (only when the real package is not installed)
     SGLang's compiled kernel package; on CPU it supplies ``*_cpu`` ops. Its wheels are CUDA builds.
     This stand-in holds pure-torch implementations, written for these tests from the semantics of
@@ -41,7 +35,14 @@ CPU platform fact ``has_amx=True`` (SGLang >= 0.5.23, through ``override_platfor
     runner; bound to SGLang's own pure-torch ``sglang.srt.utils.common.fast_topk``.
 
 Never stood in for: SGLang's process launch, ``parallel_state``, ``os.environ``, ``torch.distributed``
-(gloo); those stay real, they are what the plugin is tested against.
+(gloo); those stay real, they are what the plugin is tested against. Nor triton: the venvs install the
+real wheel, which imports on CPU (only a kernel launch would fail). A triton stub is not enough, because
+at TP > 1 SGLang ``torch.compile``s its vocab-parallel embedding and torch's inductor then probes triton
+deeply (``triton.backends``, ``triton_key()``, ...).
+
+Tracing: with ``SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS_TRACE=1`` each process prints one stderr line
+(``[cpu-standins] pid=... called sgl_kernel.<op>``) the first time it calls each stand-in op, so a test
+or a person can see which ops a run really needed.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from collections.abc import Callable
 from typing import Any
 
 ENV_VAR = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
+TRACE_ENV_VAR = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS_TRACE"
 
 _activated = False
 
@@ -132,9 +134,6 @@ class _StandinFinder(importlib.abc.MetaPathFinder):
                 return None  # an sgl_kernel submodule nobody needs here: a normal ImportError
             loader = _FactoryLoader(fill, is_package=fullname == "sgl_kernel")
             return importlib.util.spec_from_loader(fullname, loader, is_package=fullname == "sgl_kernel")
-        if top == "triton" and not _has_real("triton"):
-            return importlib.util.spec_from_loader(fullname, _FactoryLoader(_fill_triton, is_package=True),
-                                                   is_package=True)
         hook = _POST_IMPORT_HOOKS.get(fullname)
         if hook is not None:
             spec = self._find_real(fullname, path, target)
@@ -179,156 +178,6 @@ _POST_IMPORT_HOOKS: dict[str, Callable[[types.ModuleType], None]] = {
     "sglang.srt.speculative.spec_utils": _bind_fast_topk,
     "sglang.srt.speculative.eagle_utils": _bind_fast_topk,
 }
-
-
-# --------------------------------------------------------------------------------------------------
-# triton
-# --------------------------------------------------------------------------------------------------
-
-
-class _TritonKernelLaunchError(RuntimeError):
-    pass
-
-
-class _Anything:
-    """A value that tolerates whatever kernel-definition code does with it at import time."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        return _Anything(f"{self._name}.{attr}")
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and callable(args[0]) and not kwargs:
-            return args[0]  # used as a decorator
-        # A real call (a driver query, a device property): fail as real triton does without a GPU,
-        # so SGLang's own "no GPU" fallbacks (try/except around such calls) take over.
-        raise RuntimeError(f"{self._name}() called: triton is a CPU test stand-in (no GPU driver)")
-
-    def __getitem__(self, item: Any) -> Any:
-        return _Anything(f"{self._name}[]")
-
-    # An empty container and a false value: ``"cpu" in triton.backends.backends`` (torch's own probe
-    # for a CPU triton backend) must answer False, not iterate forever through __getitem__.
-    def __iter__(self) -> Any:
-        return iter(())
-
-    def __contains__(self, item: Any) -> bool:
-        return False
-
-    def __len__(self) -> int:
-        return 0
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
-        return (object,)  # used as a base class
-
-    def __repr__(self) -> str:
-        return f"<triton stand-in {self._name}>"
-
-
-class JITFunction:
-    """``triton.runtime.jit.JITFunction``: keeps the Python function; launching it raises."""
-
-    def __init__(self, fn: Callable[..., Any], **options: Any) -> None:
-        self.fn = fn
-        self.options = options
-        self.__name__ = getattr(fn, "__name__", "kernel")
-        self.__doc__ = getattr(fn, "__doc__", None)
-        self.__module__ = getattr(fn, "__module__", __name__)
-
-    def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        def launch(*args: Any, **kwargs: Any) -> Any:
-            raise _TritonKernelLaunchError(
-                f"Triton kernel {self.__module__}.{self.__name__} launched on a CPU-only machine "
-                "(triton is a test stand-in here; SGLang has no CPU branch for this call)"
-            )
-
-        return launch
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # Called directly only from inside another kernel (a @triton.jit helper).
-        return self.fn(*args, **kwargs)
-
-
-def _jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    if fn is None:
-        return lambda f: JITFunction(f, **options)
-    return JITFunction(fn, **options)
-
-
-def _passthrough_decorator(*args: Any, **kwargs: Any) -> Callable[[Any], Any]:
-    return lambda fn: fn
-
-
-class _Config:
-    def __init__(self, kwargs: dict[str, Any] | None = None, num_warps: int = 4, num_stages: int = 2,
-                 **extra: Any) -> None:
-        self.kwargs = kwargs or {}
-        self.num_warps = num_warps
-        self.num_stages = num_stages
-        self.extra = extra
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _next_power_of_2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
-
-
-def _constexpr(value: Any = None) -> Any:
-    return value
-
-
-def _fill_triton(module: types.ModuleType) -> None:
-    name = module.__name__
-    if name == "triton":
-        module.__version__ = "3.4.0"
-        module.jit = _jit
-        module.autotune = _passthrough_decorator
-        module.heuristics = _passthrough_decorator
-        module.Config = _Config
-        module.cdiv = _cdiv
-        module.next_power_of_2 = _next_power_of_2
-    elif name == "triton.runtime.jit":
-        module.JITFunction = JITFunction
-        module.jit = _jit
-        module.constexpr_function = lambda fn: fn
-    elif name == "triton.runtime.errors":
-        module.OutOfResources = type("OutOfResources", (Exception,), {})
-    elif name == "triton.language":
-        module.constexpr = _constexpr
-    # Every other attribute of every triton module: a tolerant placeholder.
-    module.__getattr__ = lambda attr: _module_getattr(name, attr)
-
-
-def _module_getattr(module_name: str, attr: str) -> Any:
-    if attr.startswith("__"):
-        raise AttributeError(attr)
-    full = f"{module_name}.{attr}"
-    if full in sys.modules:
-        return sys.modules[full]
-    if attr[:1].isupper():  # a class name: code subclasses it, unions it in annotations, isinstance()s it
-        return _placeholder_class(module_name, attr)
-    return _Anything(full)
-
-
-_placeholder_classes: dict[str, type] = {}
-
-
-def _placeholder_class(module_name: str, attr: str) -> type:
-    full = f"{module_name}.{attr}"
-    if full not in _placeholder_classes:
-        _placeholder_classes[full] = type(attr, (Exception,) if attr.endswith("Error") else (), {
-            "__module__": module_name, "__init__": lambda self, *a, **k: None})
-    return _placeholder_classes[full]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -625,6 +474,26 @@ _TORCH_OPS = {
 _torch_library: Any = None  # kept alive: dropping a torch.library.Library removes its ops
 
 
+def _traced(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` itself, or (when tracing is on) ``fn`` reporting its first call in this process."""
+    if os.environ.get(TRACE_ENV_VAR) != "1":
+        return fn
+    import functools
+
+    reported = False
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal reported
+        if not reported:
+            reported = True
+            print(f"[cpu-standins] pid={os.getpid()} called sgl_kernel.{fn.__name__}", file=sys.stderr,
+                  flush=True)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _register_torch_ops() -> None:
     global _torch_library
     if _torch_library is not None:
@@ -634,7 +503,7 @@ def _register_torch_ops() -> None:
     _torch_library = torch.library.Library("sgl_kernel", "FRAGMENT")
     for name, (schema, fn) in _TORCH_OPS.items():
         _torch_library.define(schema)
-        _torch_library.impl(name, fn, "CPU")
+        _torch_library.impl(name, _traced(fn), "CPU")
 
 
 def _not_available(qualname: str) -> Callable[..., Any]:
@@ -676,7 +545,7 @@ _IMPORT_ONLY: dict[str, tuple[str, ...]] = {
 def _fill_sgl_kernel(module: types.ModuleType) -> None:
     module.__version__ = "0.0.0+cpu-test-standin"
     for fn in _IMPLEMENTED:
-        setattr(module, fn.__name__, fn)
+        setattr(module, fn.__name__, _traced(fn))
     for name in _IMPORT_ONLY["sgl_kernel"]:
         setattr(module, name, _not_available(f"sgl_kernel.{name}"))
     _register_torch_ops()

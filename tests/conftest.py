@@ -1,0 +1,32 @@
+"""Shared fixtures. Tests import the plugin as installed (wheel) when run with the venv's
+`pytest` executable, or from the checkout when run with `python -m pytest` from the repo."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/support helpers
+
+
+@pytest.fixture
+def clean_environ(monkeypatch):
+    """Remove every NCCL / plugin variable for the test; monkeypatch restores them after."""
+    for key in list(os.environ):
+        if key.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL")):
+            monkeypatch.delenv(key, raising=False)
+    return os.environ
+
+
+@pytest.fixture
+def environ_guard():
+    """Assert the test left os.environ exactly as it found it."""
+    before = dict(os.environ)
+    yield
+    after = dict(os.environ)
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != "PYTEST_CURRENT_TEST"}
+    assert not changed, f"os.environ changed: {sorted(changed)}"

@@ -1,0 +1,165 @@
+"""Patch manifests: selection by version, target checks against source, matrix failure."""
+
+from __future__ import annotations
+
+import textwrap
+import zipfile
+
+import pytest
+
+from sglang_eagle_nccl import patchsets
+from sglang_eagle_nccl.hooks import HANDLERS
+
+
+@pytest.mark.parametrize(
+    "version,set_id,status",
+    [
+        ("0.4.3", "sglang-0.4.3-0.5.4", "tested"),
+        ("0.5.4.post3", "sglang-0.4.3-0.5.4", "tested"),
+        ("0.5.5", "sglang-0.5.5-0.5.10", "tested"),
+        ("0.5.10.post1", "sglang-0.5.5-0.5.10", "tested"),
+        ("0.5.11", "sglang-0.5.11-0.5.20", "tested"),
+        ("0.5.20.post1", "sglang-0.5.11-0.5.20", "untested_newer"),
+        ("0.5.21", "sglang-0.5.21-latest", "tested"),
+        ("0.5.23", "sglang-0.5.21-latest", "tested"),
+        ("0.5.23+cu130", "sglang-0.5.21-latest", "tested"),
+        ("0.5.23rc1", "sglang-0.5.21-latest", "tested"),
+        ("0.5.24rc1", "sglang-0.5.21-latest", "untested_newer"),
+        ("0.5.24.dev3", "sglang-0.5.21-latest", "untested_newer"),
+        ("0.6.0", "sglang-0.5.21-latest", "untested_newer"),
+    ],
+)
+def test_selection(version, set_id, status):
+    sel = patchsets.select(version)
+    assert (sel.patch_set.id, sel.status) == (set_id, status)
+
+
+@pytest.mark.parametrize("version", ["0.4.2", "0.3.6.post3", "not-a-version"])
+def test_unsupported_versions_refused_with_reason(version):
+    with pytest.raises(patchsets.PatchSetError) as info:
+        patchsets.select(version)
+    assert "SGLang" in str(info.value)
+
+
+def test_every_manifest_handler_exists_and_sets_are_contiguous():
+    sets = patchsets.load_manifests()
+    assert len(sets) >= 4
+    for ps in sets:
+        for hook in ps.hooks:
+            assert hook.handler in HANDLERS, hook.handler
+            assert not hook.qualname.startswith(("run_scheduler_process", "run_data_parallel_controller_process", "run_detokenizer_process"))
+            assert "run_scheduler_process" not in hook.target and "run_detokenizer_process" not in hook.target
+
+
+def test_native_plugin_sets_use_hook_registry():
+    by_id = {ps.id: ps for ps in patchsets.load_manifests()}
+    assert by_id["sglang-0.4.3-0.5.4"].mechanism == "wrapt"
+    assert by_id["sglang-0.5.5-0.5.10"].mechanism == "wrapt"
+    assert by_id["sglang-0.5.11-0.5.20"].mechanism == "hook_registry"
+    assert by_id["sglang-0.5.21-latest"].mechanism == "hook_registry"
+
+
+SOURCE = textwrap.dedent(
+    """
+    class GroupCoordinator:
+        def __init__(self, group_ranks, local_rank, torch_distributed_backend, use_pynccl, group_name=None):
+            pass
+
+    class ServerArgs:
+        @staticmethod
+        def add_cli_args(parser):
+            pass
+
+    ServerArgs = make_struct(ServerArgs)
+
+    def _set_envs_and_config(server_args):
+        pass
+    """
+)
+
+
+def test_check_source_finds_methods_and_params():
+    c = patchsets.check_source(SOURCE, "m:GroupCoordinator.__init__", ["self", "group_name", "local_rank"])
+    assert c.ok and c.line == 3
+
+
+def test_check_source_reports_missing_param():
+    c = patchsets.check_source(SOURCE, "m:GroupCoordinator.__init__", ["self", "gloo_timeout"])
+    assert not c.ok and c.missing_params == ("gloo_timeout",)
+
+
+def test_check_source_follows_class_rebound_by_assignment():
+    assert patchsets.check_source(SOURCE, "m:ServerArgs.add_cli_args", ["parser"]).ok
+
+
+def test_check_source_missing_target():
+    c = patchsets.check_source(SOURCE, "m:Scheduler.__init__", [])
+    assert not c.found and "Scheduler" in c.reason
+
+
+def test_required_target_missing_in_newer_release_is_refused(tmp_path):
+    root = tmp_path / "site"
+    mod = root / "sglang" / "srt" / "entrypoints"
+    mod.mkdir(parents=True)
+    (mod / "engine.py").write_text("def something_else():\n    pass\n")
+    sel = patchsets.select("0.5.99")
+    cov = patchsets.check_coverage(sel, root, cli=False)
+    assert any(c.target.endswith("_set_envs_and_config") for c in cov.missing_required)
+    with pytest.raises(patchsets.PatchSetError) as info:
+        patchsets.require_coverage(cov, allow_partial=False)
+    assert "_set_envs_and_config" in str(info.value) and "--allow-partial" in str(info.value)
+    patchsets.require_coverage(cov, allow_partial=True)  # allowed: recorded, not raised
+
+
+def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypatch):
+    """The compatibility-matrix script exits 1 when a target does not exist in the wheel."""
+    import importlib.util
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("matrix", repo / "ci" / "matrix.py")
+    matrix = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(matrix)
+
+    manifests = tmp_path / "patches"
+    manifests.mkdir()
+    (manifests / "x.toml").write_text(
+        textwrap.dedent(
+            """
+            [patch_set]
+            id = "fake"
+            title = "fake"
+            versions = ">=0.1"
+            tested_through = "9.9"
+            mechanism = "wrapt"
+            [[hook]]
+            target = "sglang.srt.entrypoints.engine:_set_envs_and_config"
+            kind = "around"
+            handler = "engine_env"
+            required = true
+            params = ["server_args"]
+            [[hook]]
+            target = "sglang.srt.entrypoints.engine:does_not_exist"
+            kind = "around"
+            handler = "engine_env"
+            required = true
+            """
+        )
+    )
+    wheels = tmp_path / "cache" / "wheels"
+    wheels.mkdir(parents=True)
+    with zipfile.ZipFile(wheels / "sglang-1.0.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("sglang/srt/entrypoints/engine.py", "def _set_envs_and_config(server_args):\n    pass\n")
+    (tmp_path / "versions.toml").write_text('[[release]]\nversion = "1.0.0"\nwhy = "test"\n')
+    monkeypatch.setenv("SGLANG_EAGLE_NCCL_CACHE", str(tmp_path / "cache"))
+    patchsets.load_manifests.cache_clear()
+    code = matrix.main(["--versions", str(tmp_path / "versions.toml"), "--manifests", str(manifests), "--offline", "--out", str(tmp_path / "m.md")])
+    assert code == 1
+    table = (tmp_path / "m.md").read_text()
+    assert "✗" in table and "does_not_exist" in table
+    # and passes once the bad hook is removed
+    text = (manifests / "x.toml").read_text()
+    (manifests / "x.toml").write_text(text.split("[[hook]]\ntarget = \"sglang.srt.entrypoints.engine:does_not_exist\"")[0])
+    patchsets.load_manifests.cache_clear()
+    assert matrix.main(["--versions", str(tmp_path / "versions.toml"), "--manifests", str(manifests), "--offline", "--out", str(tmp_path / "m.md")]) == 0
+    patchsets.load_manifests.cache_clear()
