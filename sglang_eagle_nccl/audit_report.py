@@ -254,7 +254,7 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             cnotes: list[str] = []
             cverdicts: list[Verdict] = []
             process_env = rec.get("process_env", expected_env)
-            overrides = dict(group_envs.get(group, {}))
+            overrides = dict(rec.get("group_overrides") or group_envs.get(group, {}))
             if event == "pynccl_created":
                 expected = {**process_env, **overrides}
                 kind = "pynccl"

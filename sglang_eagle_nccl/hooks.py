@@ -267,6 +267,7 @@ def pynccl_created(original: Callable[..., Any], instance: Any, args: tuple, kwa
         disabled=bool(getattr(instance, "disabled", True)),
         device=str(device) if device is not None else None,
         library=os.environ.get("SGLANG_NCCL_SO_PATH") or "default (libnccl.so.2 / torch's)",
+        group_overrides=STATE.profile.group_env(name) if STATE.profile else {},
         env=env,
         process_env=_expected_process_env(),
     )

@@ -1,0 +1,111 @@
+"""Hooks on the installed SGLang's real modules; launch flags on its real CLI; no hot-path cost."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier")
+
+
+def _run(code: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+INSPECT = """
+    import json, sys
+    from sglang_eagle_nccl.patching import is_wrapped
+    import sglang.srt.distributed.parallel_state as ps
+    import sglang.srt.distributed.device_communicators.pynccl as pyn
+    GC, PN = ps.GroupCoordinator, pyn.PyNcclCommunicator
+    hot = {n: GC.__dict__.get(n) for n in COLLECTIVES_PLACEHOLDER if n in GC.__dict__}
+    hot.update({"pynccl." + n: PN.__dict__.get(n) for n in COLLECTIVES_PLACEHOLDER if n in PN.__dict__})
+    # What SGLang's own processes do first: load plugins (>= 0.5.11); earlier releases are
+    # patched by the .pth bootstrap's post-import hooks as the modules are imported.
+    try:
+        from sglang.srt.plugins import load_plugins
+        load_plugins()
+    except ImportError:
+        pass
+    import sglang.srt.entrypoints.engine as engine
+    import sglang.srt.managers.scheduler as sched
+    after = {n: GC.__dict__.get(n) for n in COLLECTIVES_PLACEHOLDER if n in GC.__dict__}
+    after.update({"pynccl." + n: PN.__dict__.get(n) for n in COLLECTIVES_PLACEHOLDER if n in PN.__dict__})
+    from sglang_eagle_nccl.patching import STATE as P
+    out = {
+        "group_init": is_wrapped(GC.__init__),
+        "pynccl_init": is_wrapped(PN.__init__),
+        "set_envs": is_wrapped(engine._set_envs_and_config),
+        "scheduler_init": is_wrapped(sched.Scheduler.__init__),
+        "run_scheduler_process": is_wrapped(sched.run_scheduler_process),
+        "hot_unchanged": all(after[k] is hot[k] for k in hot),
+        "hot_wrapped": sorted(k for k, v in after.items() if is_wrapped(v)),
+        "hot_names": sorted(hot),
+        "installed": P.installed,
+    }
+    print(json.dumps(out))
+""".replace("COLLECTIVES_PLACEHOLDER", repr(COLLECTIVES))
+
+
+def test_hooks_installed_on_real_modules_and_hot_path_untouched(plugin_env, sglang_version):
+    env = dict(plugin_env, SGLANG_EAGLE_NCCL="pcie-8gpu")
+    proc = _run(INSPECT, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["group_init"] and out["pynccl_init"] and out["set_envs"] and out["scheduler_init"], out
+    assert out["run_scheduler_process"] is False  # spawn targets are never hooked
+    assert set(out["hot_names"]) >= {"all_reduce", "all_gather", "broadcast"}
+    assert out["hot_unchanged"] and out["hot_wrapped"] == [], out
+    expected = "hook_registry" if sglang_version.release >= (0, 5, 11) else "wrapt"
+    sglang_targets = {t: m for t, m in out["installed"].items() if t.startswith("sglang.")}
+    assert sglang_targets and set(sglang_targets.values()) == {expected}, out["installed"]
+
+
+def test_plugin_not_enabled_installs_nothing(plugin_env):
+    proc = _run(INSPECT, dict(plugin_env))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not any(out[k] for k in ("group_init", "pynccl_init", "set_envs", "scheduler_init"))
+    assert out["installed"] == {}
+
+
+def test_launch_server_help_lists_flags(plugin_env):
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-m", "sglang.launch_server", "--help"], capture_output=True, text=True, env=plugin_env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for flag in ("--nccl-profile", "--nccl-env", "--nccl-audit-dir", "--nccl-allow-partial"):
+        assert flag in proc.stdout
+
+
+def test_sglang_serve_help_lists_flags(plugin_env, sglang_version):
+    exe = shutil.which("sglang", path=str(__import__("pathlib").Path(sys.executable).parent))
+    if sglang_version.release < (0, 5, 5):
+        assert exe is None  # the `sglang` console script appeared in 0.5.5
+        return
+    proc = subprocess.run([exe, "serve", "--help"], capture_output=True, text=True, env=plugin_env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--nccl-profile" in proc.stdout and "--nccl-env" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["--nccl-env", "NCCL_BUFFSIZE=4M"], "NCCL_BUFFSIZE=4194304"),
+        (["--nccl-profile", "no-such-profile"], "no built-in profile"),
+        (["--nccl-env", "LD_PRELOAD=/tmp/x.so"], "NCCL_* and TORCH_NCCL_*"),
+        (["--nccl-env", "NCCL_PROTO"], "KEY=VALUE"),
+    ],
+)
+def test_bad_launch_flags_exit_2_before_anything_starts(plugin_env, tmp_path, args, fragment):
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "sglang.launch_server", "--model-path", str(tmp_path / "none"), *args],
+        capture_output=True, text=True, env=plugin_env, timeout=300,
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert fragment in proc.stderr
+    assert "nothing was applied" in proc.stderr
+    assert not (tmp_path / "audit").exists()  # no launch directory: nothing started

@@ -1,0 +1,125 @@
+"""Test support: spawn N real ranks that build the installed SGLang's groups (gloo, CPU).
+
+Each rank is a real ``multiprocessing`` spawn child; the plugin activates in it exactly as in
+SGLang's schedulers (the installed ``.pth`` bootstrap reads the serialised profile from the
+environment). Per-rank environment differences emulate a rank whose NCCL settings differ
+(another node, a stray export); ``die_in_check`` makes one rank die (SIGKILL) at the moment
+its consistency check for a group starts, as a crashed peer would.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import signal
+import socket
+import time
+import traceback
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_check: str | None, q: Any) -> None:
+    os.environ.update(extra_env)
+    try:
+        from sglang_eagle_nccl import bootstrap, hooks
+        from sglang_eagle_nccl.state import STATE
+
+        bootstrap.activate(origin="test-rank")
+        bootstrap.ensure_hooks()
+        STATE.role = f"scheduler_TP{rank}"
+        if STATE.audit:
+            STATE.audit.role = STATE.role
+            STATE.audit.write("process_role", title=f"sglang::scheduler_TP{rank}")
+        if die_in_check:
+            original = hooks.check_group
+
+            def dying(cpu_group, group_name, env, **kw):
+                if group_name == die_in_check:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return original(cpu_group, group_name, env, **kw)
+
+            hooks.check_group = dying
+        from sglang_eagle_nccl.sglang_init import init_groups
+
+        start = time.monotonic()
+        init_groups(
+            rank=rank, world_size=world, local_rank=rank, tp_size=world, dp_attention=False, backend="gloo",
+            init_method=f"tcp://127.0.0.1:{port}", device="cpu", dist_port=port,
+        )
+        q.put({"rank": rank, "status": "ok", "elapsed": time.monotonic() - start})
+    except BaseException as exc:  # noqa: BLE001
+        q.put({"rank": rank, "status": "error", "type": type(exc).__name__, "message": str(exc), "tb": traceback.format_exc(), "elapsed": time.monotonic() - start if "start" in dir() else None})
+
+
+def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
+    """What a launcher hands its children: the serialised profile, one launch directory."""
+    from sglang_eagle_nccl import _gate
+    from sglang_eagle_nccl.audit import new_launch_dir, write_launch_meta
+    from sglang_eagle_nccl.bootstrap import ENV_ROOT_PID
+    from sglang_eagle_nccl.profile import resolve
+
+    profile = resolve([profile_spec], use_environ=False, policy_flags=policy).profile
+    run_dir = new_launch_dir(audit_root)
+    write_launch_meta(run_dir, {"profile": profile.to_dict(), "launcher": "tests/support/rank_runner.py"})
+    return {
+        _gate.ENV_ENABLE: "1",
+        _gate.ENV_PROFILE: profile.to_json(),
+        _gate.ENV_RUN_DIR: str(run_dir),
+        ENV_ROOT_PID: str(os.getpid()),
+    }
+
+
+def run_ranks(
+    world: int,
+    *,
+    base_env: dict[str, str],
+    per_rank_env: dict[int, dict[str, str]] | None = None,
+    die_in_check: tuple[int, str] | None = None,
+    timeout: float = 240.0,
+) -> dict[int, dict[str, Any]]:
+    """Spawn ``world`` ranks; return each rank's report (ranks that died report nothing)."""
+    per_rank_env = per_rank_env or {}
+    saved = {k: os.environ.get(k) for k in base_env}
+    os.environ.update(base_env)
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    port = free_port()
+    procs = []
+    try:
+        for r in range(world):
+            die = die_in_check[1] if die_in_check and die_in_check[0] == r else None
+            p = ctx.Process(target=_rank, args=(r, world, port, per_rank_env.get(r, {}), die, q))
+            p.start()
+            procs.append(p)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    results: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    expected = world - (1 if die_in_check else 0)
+    while len(results) < expected and time.monotonic() < deadline:
+        try:
+            item = q.get(timeout=1)
+            results[item["rank"]] = item
+        except queue_mod.Empty:
+            if all(not p.is_alive() for p in procs):
+                break
+    for p in procs:
+        p.join(15)
+        if p.is_alive():
+            p.kill()
+            p.join(5)
+    for r, p in enumerate(procs):
+        if r in results:
+            results[r]["exitcode"] = p.exitcode
+    return results
