@@ -327,7 +327,8 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             f"{len(schedulers)}: a process ran without the plugin"
         )
     for p in rank_processes:
-        if not any(c.pid == p.pid for c in comms):
+        stopped = any("ranks disagree" in n for n in p.notes)
+        if not stopped and not any(c.pid == p.pid for c in comms):
             problems.append(f"{p.role} pid {p.pid} recorded no communicator (group hooks not installed?)")
     for p in pverdicts:
         if p.verdict == "fail":

@@ -156,14 +156,18 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
         STATE.profile = profile
         STATE.node_rank = node_rank
         STATE.origin = origin
-        STATE.role = "launcher" if is_root else "child"
+        invocation = describe_invocation(list(getattr(sys, "orig_argv", sys.argv)))
+        if "<multiprocessing.resource_tracker>" in invocation or "<multiprocessing.forkserver>" in invocation:
+            STATE.role = "multiprocessing-helper"
+        else:
+            STATE.role = "launcher" if is_root else "child"
         STATE.audit = AuditWriter(run_dir, required=profile.policy.audit_required, role=STATE.role)
         STATE.audit.write(
             "process_start",
             ppid=os.getppid(),
             origin=origin,
             python=sys.version.split()[0],
-            invocation=describe_invocation(list(getattr(sys, "orig_argv", sys.argv))),
+            invocation=invocation,
             profile=profile.name,
             profile_sources=list(profile.sources),
             node_rank=node_rank,

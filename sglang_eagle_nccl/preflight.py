@@ -93,10 +93,9 @@ def cpu_rank_env(local_ranks: int) -> dict[str, str]:
     for i in range(local_ranks):
         chunk = cores[(i * per) % len(cores):][:per] or cores[:1]
         parts.append(f"{chunk[0]}-{chunk[-1]}" if len(chunk) > 1 else str(chunk[0]))
-    env = {"OMP_NUM_THREADS": str(per)}
-    if local_ranks > 1:
-        env["SGLANG_CPU_OMP_THREADS_BIND"] = "|".join(parts)
-    return env
+    # Set even for one local rank: SGLang compares the world size (all nodes) with this
+    # machine's NUMA nodes and refuses when the binding is not explicit.
+    return {"OMP_NUM_THREADS": str(per), "SGLANG_CPU_OMP_THREADS_BIND": "|".join(parts)}
 
 
 def _rank_main(info: dict[str, Any], queue: Any) -> None:
