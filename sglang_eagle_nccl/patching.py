@@ -188,7 +188,8 @@ def is_wrapped(obj: Any) -> bool:
     try:
         import wrapt
 
-        if isinstance(obj, wrapt.ObjectProxy):
+        # wrapt 2.x FunctionWrapper no longer derives from ObjectProxy: check both.
+        if isinstance(obj, (wrapt.ObjectProxy, wrapt.FunctionWrapper)):
             return True
     except ImportError:  # pragma: no cover
         pass

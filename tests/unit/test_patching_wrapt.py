@@ -1,0 +1,131 @@
+"""The wrapt mechanism on a real module imported from disk: post-import hooks, binding, unpatch.
+
+Runs under every supported wrapt major version (CI runs it with wrapt 1.17 and 2.x).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+
+import pytest
+import wrapt
+
+from sglang_eagle_nccl import patching
+from sglang_eagle_nccl.patchsets import Hook
+
+MODULE = textwrap.dedent(
+    """
+    class Coordinator:
+        created = []
+        def __init__(self, group_ranks, local_rank, backend, group_name=None):
+            self.group_name = group_name
+            Coordinator.created.append(group_name)
+
+        def all_reduce(self, x):
+            return x
+
+    class Args:
+        @staticmethod
+        def add_cli_args(parser):
+            parser.append("--base")
+
+        @classmethod
+        def from_cli_args(cls, args):
+            return (cls.__name__, args)
+
+    def set_envs(server_args):
+        return "set:" + server_args
+    """
+)
+
+
+@pytest.fixture
+def fake_module(tmp_path, monkeypatch):
+    name = f"fake_sglang_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    patching.uninstall_wrapt()
+    patching.STATE.pending.clear()
+    patching.STATE.failed.clear()
+    sys.modules.pop(name, None)
+
+
+def _hook(module: str, qual: str, kind: str = "around") -> Hook:
+    return Hook(target=f"{module}:{qual}", kind=kind, handler="x", required=True)
+
+
+def test_hook_lands_when_module_is_imported_later(fake_module):
+    calls = []
+
+    def runner(hook, original, instance, args, kwargs):
+        calls.append((hook.qualname, type(instance).__name__ if instance is not None else None, args, kwargs))
+        return original(*args, **kwargs)
+
+    patching.install_wrapt(_hook(fake_module, "Coordinator.__init__"), runner, lambda *a: None)
+    assert fake_module not in sys.modules  # nothing imported yet: the hook waits
+    mod = importlib.import_module(fake_module)
+    c = mod.Coordinator([[0, 1]], 0, "gloo", group_name="tp")
+    assert c.group_name == "tp"
+    assert calls == [("Coordinator.__init__", "Coordinator", ([[0, 1]], 0, "gloo"), {"group_name": "tp"})]
+    assert patching.STATE.installed[f"{fake_module}:Coordinator.__init__"] == "wrapt"
+
+
+def test_hook_lands_at_once_when_module_already_imported(fake_module):
+    mod = importlib.import_module(fake_module)
+    seen = []
+    patching.install_wrapt(_hook(fake_module, "set_envs"), lambda h, o, i, a, k: seen.append(a) or o(*a, **k), lambda *a: None)
+    assert mod.set_envs("x") == "set:x" and seen == [("x",)]
+
+
+def test_staticmethod_and_classmethod_keep_their_binding(fake_module):
+    mod = importlib.import_module(fake_module)
+    log = []
+
+    def runner(hook, original, instance, args, kwargs):
+        log.append(hook.qualname)
+        return original(*args, **kwargs)
+
+    patching.install_wrapt(_hook(fake_module, "Args.add_cli_args"), runner, lambda *a: None)
+    patching.install_wrapt(_hook(fake_module, "Args.from_cli_args"), runner, lambda *a: None)
+    parser: list[str] = []
+    mod.Args.add_cli_args(parser)
+    assert parser == ["--base"]
+    assert mod.Args.from_cli_args("ns") == ("Args", "ns")
+    assert log == ["Args.add_cli_args", "Args.from_cli_args"]
+
+
+def test_install_is_idempotent(fake_module):
+    mod = importlib.import_module(fake_module)
+    count = []
+    for _ in range(3):
+        patching.install_wrapt(_hook(fake_module, "set_envs"), lambda h, o, i, a, k: count.append(1) or o(*a, **k), lambda *a: None)
+    mod.set_envs("y")
+    assert count == [1]
+
+
+def test_uninstall_restores_originals(fake_module):
+    mod = importlib.import_module(fake_module)
+    original = mod.Coordinator.__dict__["__init__"]
+    patching.install_wrapt(_hook(fake_module, "Coordinator.__init__"), lambda h, o, i, a, k: o(*a, **k), lambda *a: None)
+    assert isinstance(mod.Coordinator.__dict__["__init__"], wrapt.FunctionWrapper)
+    assert patching.is_wrapped(mod.Coordinator.__init__)
+    assert patching.uninstall_wrapt() == 1
+    assert mod.Coordinator.__dict__["__init__"] is original
+
+
+def test_missing_target_is_reported_not_raised(fake_module):
+    results = []
+    patching.install_wrapt(_hook(fake_module, "Nope.__init__"), lambda *a: None, lambda h, m, failure: results.append(failure))
+    importlib.import_module(fake_module)
+    assert results and "not found" in results[0]
+
+
+def test_hot_path_method_is_left_alone(fake_module):
+    mod = importlib.import_module(fake_module)
+    before = mod.Coordinator.__dict__["all_reduce"]
+    patching.install_wrapt(_hook(fake_module, "Coordinator.__init__"), lambda h, o, i, a, k: o(*a, **k), lambda *a: None)
+    assert mod.Coordinator.__dict__["all_reduce"] is before
+    assert not patching.is_wrapped(mod.Coordinator.all_reduce)
