@@ -31,6 +31,7 @@ ENV_SGLANG_WINS = "SGLANG_EAGLE_NCCL_SGLANG_WINS"
 ENV_NCCL_VERSION = "SGLANG_EAGLE_NCCL_NCCL_VERSION"
 ENV_CONSISTENCY = "SGLANG_EAGLE_NCCL_CONSISTENCY"
 ENV_CONSISTENCY_TIMEOUT = "SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT"
+ENV_MECHANISM = "SGLANG_EAGLE_NCCL_MECHANISM"
 # Node rank of this launcher in a multi-node launch (selects [nodes.<rank>.env]).
 ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
 
@@ -82,5 +83,5 @@ def pth_entry() -> None:
 def start() -> None:
     """PEP 829 ``.start`` entry point (Python >= 3.15): same gate as the ``.pth`` line."""
     argv = getattr(sys, "orig_argv", sys.argv)
-    if os.environ.get(ENV_ENABLE) or any(a[:6] == "--nccl" or a in ("--help", "-h") for a in argv):
+    if os.environ.get(ENV_ENABLE) or "--nccl" in str(argv) or "--help" in argv or "-h" in argv:
         pth_entry()

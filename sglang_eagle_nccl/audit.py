@@ -14,21 +14,20 @@ profile's policy says ``audit_required``.
 
 from __future__ import annotations
 
-import datetime as _dt
+import _thread
 import errno
-import json
 import os
-import secrets
-import socket
 import stat
 import sys
-import tempfile
-import threading
 import time
-from pathlib import Path
-from typing import Any
 
 from . import _gate
+from ._json_light import dumps as _dumps
+
+TYPE_CHECKING = False  # typing/pathlib are not imported at interpreter start
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+    from typing import Any
 
 FILE_PREFIX = "proc-"
 FILE_SUFFIX = ".jsonl"
@@ -40,14 +39,22 @@ class AuditError(RuntimeError):
 
 
 def default_root() -> Path:
+    import tempfile
+    from pathlib import Path
+
     return Path(tempfile.gettempdir()) / f"sglang-eagle-nccl-{os.getuid()}"
 
 
-def _secure_dir(path: Path, *, create_parents: bool) -> Path:
+def hostname() -> str:
+    # os.uname() avoids importing socket at interpreter start (same value as gethostname()).
+    return os.uname().nodename
+
+
+def _secure_dir(path: Any, *, create_parents: bool) -> Any:
     """Create ``path`` with mode 0700 (or accept it if it is ours and private)."""
     try:
         if create_parents:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
@@ -66,10 +73,12 @@ def _secure_dir(path: Path, *, create_parents: bool) -> Path:
 
 def new_launch_dir(root: str | Path | None = None) -> Path:
     """Create a fresh per-launch directory under ``root`` (default: :func:`default_root`)."""
+    from pathlib import Path
+
     base = _secure_dir(Path(root) if root else default_root(), create_parents=True)
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
     for _ in range(100):
-        candidate = base / f"{stamp}-{os.getpid()}-{secrets.token_hex(2)}"
+        candidate = base / f"{stamp}-{os.getpid()}-{os.urandom(2).hex()}"
         try:
             os.mkdir(candidate, 0o700)
             return candidate
@@ -79,26 +88,36 @@ def new_launch_dir(root: str | Path | None = None) -> Path:
 
 
 def process_file_name(pid: int | None = None, host: str | None = None) -> str:
-    host = (host or socket.gethostname()).replace("/", "-")
+    host = (host or hostname()).replace("/", "-")
     return f"{FILE_PREFIX}{host}-{pid or os.getpid()}{FILE_SUFFIX}"
 
 
 class AuditWriter:
-    """Appends JSON records to this process's audit file; never raises unless ``required``."""
+    """Appends JSON records to this process's audit file; never raises unless ``required``.
+
+    Runs at interpreter start in enabled processes, so it sticks to ``os``, ``_thread`` and the
+    start-up JSON writer.
+    """
 
     def __init__(self, run_dir: str | Path | None, *, required: bool = False, role: str = "process"):
-        self.run_dir = Path(run_dir) if run_dir else None
+        self.run_dir = str(run_dir) if run_dir else None
         self.required = required
         self.role = role
         self._fd: int | None = None
         self._pid: int | None = None
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._failed: str | None = None
-        self._host = socket.gethostname()
+        self._host = hostname()
 
     @property
     def path(self) -> Path | None:
-        return self.run_dir / process_file_name(os.getpid(), self._host) if self.run_dir else None
+        from pathlib import Path
+
+        return Path(self.file_path) if self.file_path else None
+
+    @property
+    def file_path(self) -> str | None:
+        return os.path.join(self.run_dir, process_file_name(os.getpid(), self._host)) if self.run_dir else None
 
     @property
     def failure(self) -> str | None:
@@ -108,14 +127,14 @@ class AuditWriter:
         assert self.run_dir is not None
         _secure_dir(self.run_dir, create_parents=False)
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-        return os.open(self.path, flags, 0o600)  # type: ignore[arg-type]
+        return os.open(self.file_path, flags, 0o600)  # type: ignore[arg-type]
 
     def write(self, event: str, **fields: Any) -> bool:
         """Append one record. Returns False (after one stderr warning) when it cannot be written."""
         if self.run_dir is None:
             return False
         record = {"ts": time.time(), "pid": os.getpid(), "role": self.role, "event": event, **fields}
-        line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
+        line = (_dumps(record) + "\n").encode("utf-8")
         with self._lock:
             try:
                 if self._fd is None or self._pid != os.getpid():
@@ -129,7 +148,7 @@ class AuditWriter:
                 return self._fail(exc)
 
     def _fail(self, exc: Exception) -> bool:
-        message = f"cannot write audit record to {self.path}: {exc}"
+        message = f"cannot write audit record to {self.file_path}: {exc}"
         if self.required:
             raise AuditError(message + " (audit_required is set)") from exc
         if self._failed is None:
@@ -146,14 +165,15 @@ class AuditWriter:
                     self._fd = None
 
 
-def write_launch_meta(run_dir: Path, meta: dict[str, Any]) -> None:
+def write_launch_meta(run_dir: str | Path, meta: dict[str, Any]) -> None:
     """Written once by the process that created the launch directory."""
-    path = run_dir / LAUNCH_META
+    path = os.path.join(run_dir, LAUNCH_META)
+    import json
+
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w") as fh:
         json.dump(meta, fh, sort_keys=True, indent=1, default=str)
 
 
-def run_dir_from_environ() -> Path | None:
-    value = os.environ.get(_gate.ENV_RUN_DIR)
-    return Path(value) if value else None
+def run_dir_from_environ() -> str | None:
+    return os.environ.get(_gate.ENV_RUN_DIR) or None

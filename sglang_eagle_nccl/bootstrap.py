@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
-from typing import Any
 
 from . import _gate
 from .state import STATE, ProcessState
+
+TYPE_CHECKING = False  # typing is not imported at interpreter start (annotations are strings)
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
 
@@ -37,17 +39,21 @@ def log(message: str) -> None:
 
 def interpreter_start(*, enabled: bool, cli_flags: bool) -> None:
     """Called by the ``.pth`` gate. Never lets an unexpected error stop the interpreter."""
-    from .audit import AuditError
-    from .findings import ProfileError
-
     try:
         if cli_flags:
             install_cli_hooks()
         if enabled:
             activate(origin="pth")
-    except (ProfileError, AuditError) as exc:
-        _refuse_sglang(exc)
     except Exception as exc:  # noqa: BLE001 - a plugin bug must not break every Python program
+        # Imported only now: these modules are not needed on the successful start-up path.
+        from .audit import AuditError
+        from .findings import ProfileError
+
+        if isinstance(exc, (ProfileError, AuditError)):
+            _refuse_sglang(exc)
+            return
+        import traceback
+
         log(f"internal error while activating (SGLang runs without the plugin): {exc!r}")
         traceback.print_exc()
 
@@ -58,7 +64,7 @@ def _refuse_sglang(exc: BaseException) -> None:
     Unrelated Python programs started from the same environment keep working; importing
     SGLang in this process fails with the same message, so no server starts half-configured.
     """
-    import wrapt
+    from .import_trigger import after_import
 
     message = str(exc)
     log(message)
@@ -67,7 +73,7 @@ def _refuse_sglang(exc: BaseException) -> None:
     def refuse(_module: Any) -> None:
         raise RuntimeError(f"sglang-eagle-nccl: the requested NCCL profile cannot be applied:\n{message}")
 
-    wrapt.register_post_import_hook(refuse, "sglang")
+    after_import("sglang", refuse)
 
 
 # --- activation ---------------------------------------------------------------------------------
@@ -108,52 +114,96 @@ def _node_rank() -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def _prepare_run_dir(profile: Any) -> Any:
-    from .audit import AuditError, new_launch_dir, run_dir_from_environ, write_launch_meta
+def _prepare_run_dir(policy: dict[str, Any], profile_dict: dict[str, Any]) -> str | None:
+    from .audit import AuditError, run_dir_from_environ
 
     existing = run_dir_from_environ()
     if existing is not None:
         return existing
+    from .audit import new_launch_dir, write_launch_meta
+
     try:
-        run_dir = new_launch_dir(profile.policy.audit_dir)
+        run_dir = str(new_launch_dir(policy.get("audit_dir")))
         write_launch_meta(
             run_dir,
-            {
-                "profile": profile.to_dict(),
-                "launcher_pid": os.getpid(),
-                "argv": list(getattr(sys, "orig_argv", sys.argv)),
-            },
+            {"profile": profile_dict, "launcher_pid": os.getpid(), "invocation": describe_invocation(list(getattr(sys, "orig_argv", sys.argv)))},
         )
     except (OSError, AuditError) as exc:
-        if profile.policy.audit_required:
+        if policy.get("audit_required"):
             raise AuditError(f"cannot create the audit directory: {exc} (audit_required is set)") from exc
         log(f"WARNING: cannot create the audit directory ({exc}); continuing without audit")
         return None
-    os.environ[_gate.ENV_RUN_DIR] = str(run_dir)
+    os.environ[_gate.ENV_RUN_DIR] = run_dir
     return run_dir
 
 
+def _serialised_profile(text: str) -> dict[str, Any]:
+    """The launcher's serialised profile as plain data, checked cheaply.
+
+    Anything unexpected goes through the full :meth:`Profile.from_json`, which raises a
+    ProfileError naming the problem; the common case needs nothing beyond ``json``.
+    """
+    from ._json_light import loads
+    from .names import is_allowed_name
+
+    try:
+        data = loads(text)
+        sections = [data["env"], *data["groups"].values(), *data["nodes"].values()]
+        ok = data.get("v") == 1 and isinstance(data.get("policy"), dict) and all(
+            isinstance(sec, dict) and all(is_allowed_name(k) and isinstance(v, str) for k, v in sec.items())
+            for sec in sections
+        )
+    except (ValueError, KeyError, AttributeError, TypeError):
+        ok = False
+    if not ok:
+        from .profile import Profile
+
+        return Profile.from_json(text).to_dict()  # raises ProfileError with the details
+    return data
+
+
+def _process_env(data: dict[str, Any], node_rank: int | None) -> dict[str, str]:
+    env = dict(data["env"])
+    if node_rank is not None:
+        env.update(data["nodes"].get(str(node_rank), {}))
+    return env
+
+
 def activate(profile: Any = None, *, origin: str) -> ProcessState:
-    """Apply the profile in this process (idempotent) and schedule the hooks."""
-    from . import environ as envmod
+    """Apply the profile in this process (idempotent) and schedule the hooks.
+
+    In a process SGLang spawned, the profile arrives serialised in the environment and this
+    runs at interpreter start: it uses only ``os``/``sys``/``json`` and the plugin's small
+    modules, so the cost is a JSON parse, a few ``putenv`` calls and one audit record.
+    """
     from .audit import AuditWriter
+    from .names import nccl_snapshot, write_env
 
     with STATE.lock:
         if STATE.active:
             return STATE
-        if profile is None:
-            profile = profile_from_environment()
+        text = os.environ.get(_gate.ENV_PROFILE) if profile is None else None
+        if text:
+            data = _serialised_profile(text)
+            STATE.profile_json, STATE.profile_data = text, data
+        else:
+            if profile is None:
+                profile = profile_from_environment()
+            STATE.profile = profile
+            data = STATE.profile_data
+            text = STATE.profile_json
         node_rank = _node_rank()
         is_root = ENV_ROOT_PID not in os.environ
-        report = envmod.apply(profile.process_env(node_rank))
+        desired = _process_env(data, node_rank)
+        changes = write_env(desired)
         # Everything below is inherited by the processes SGLang spawns from here on.
-        os.environ[_gate.ENV_PROFILE] = profile.to_json()
+        os.environ[_gate.ENV_PROFILE] = text
         if not _gate.is_enabled():
             os.environ[_gate.ENV_ENABLE] = "1"
         if is_root:
             os.environ[ENV_ROOT_PID] = str(os.getpid())
-        run_dir = _prepare_run_dir(profile)
-        STATE.profile = profile
+        policy = data["policy"]
+        run_dir = _prepare_run_dir(policy, data)
         STATE.node_rank = node_rank
         STATE.origin = origin
         invocation = describe_invocation(list(getattr(sys, "orig_argv", sys.argv)))
@@ -161,25 +211,28 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
             STATE.role = "multiprocessing-helper"
         else:
             STATE.role = "launcher" if is_root else "child"
-        STATE.audit = AuditWriter(run_dir, required=profile.policy.audit_required, role=STATE.role)
+        STATE.audit = AuditWriter(run_dir, required=bool(policy.get("audit_required")), role=STATE.role)
+        applied = {"added": [], "changed": [], "unchanged": []}
+        for name, before, after in changes:
+            kind = "unchanged" if before == after else ("added" if before is None else "changed")
+            applied[kind].append({"name": name, "kind": kind, "before": before, "after": after})
         STATE.audit.write(
             "process_start",
             ppid=os.getppid(),
             origin=origin,
             python=sys.version.split()[0],
             invocation=invocation,
-            profile=profile.name,
-            profile_sources=list(profile.sources),
+            profile=data["name"],
+            profile_sources=data.get("sources", []),
             node_rank=node_rank,
-            applied=report.to_dict(),
-            expected_env=profile.process_env(node_rank),
-            env=envmod.nccl_snapshot(),
+            applied=applied,
+            expected_env=desired,
+            env=nccl_snapshot(),
         )
         STATE.active = True
         if is_root:
-            changed = report.added + report.changed
             log(
-                f"profile '{profile.name}' applied ({len(changed)} NCCL variable(s) set"
+                f"profile '{data['name']}' applied ({len(applied['added']) + len(applied['changed'])} NCCL variable(s) set"
                 + (f", audit in {run_dir}" if run_dir else "")
                 + ")"
             )
@@ -188,14 +241,12 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
 
 
 def _schedule_patches() -> None:
-    if "sglang" in sys.modules:
-        install_patches()
-        return
-    import wrapt
+    from .import_trigger import after_import
 
     # Patch sets are chosen when SGLang is first imported: selecting needs SGLang's version,
-    # and processes that never import SGLang pay nothing more.
-    wrapt.register_post_import_hook(lambda _m: install_patches(), "sglang")
+    # and processes that never import SGLang (pip, the multiprocessing resource tracker ...)
+    # pay nothing more.
+    after_import("sglang", lambda _m: install_patches())
 
 
 def _on_hook_result(hook: Any, mechanism: str, failure: str | None) -> None:
@@ -270,8 +321,9 @@ def install_patches(*, from_entry_point: bool = False) -> None:
         version = Version(selection.version)
         register_now = from_entry_point or _plugins_already_loaded()
         registered_late = False
+        forced = STATE.profile_data["policy"].get("mechanism", "auto") if STATE.profile_data else "auto"
         for hook in patch_set.hooks_for(version, cli=False):
-            mechanism = patch_set.mechanism_of(hook)
+            mechanism = "wrapt" if forced == "wrapt" else patch_set.mechanism_of(hook)
             if mechanism == "hook_registry":
                 if register_now:
                     patching.install_hook_registry(hook, run_hook, _on_hook_result)
@@ -310,7 +362,7 @@ def ensure_hooks() -> None:
         pass
     from . import patching
 
-    if not any(m == "hook_registry" for m in patching.STATE.installed.values()):
+    if not any(m == "hook_registry" for m in patching.STATE.installed.values()) and not patching.STATE.pending:
         install_patches(from_entry_point=True)
         patching.apply_hook_registry()
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from .nccl_vars import ALLOWED_PREFIXES, rank_rule
+from .names import ALLOWED_PREFIXES
+from .nccl_vars import rank_rule
 
 
 class ConsistencyError(RuntimeError):

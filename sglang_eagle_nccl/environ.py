@@ -13,7 +13,8 @@ from collections.abc import Collection, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .nccl_vars import ALLOWED_PREFIXES, is_allowed_name
+from .names import is_allowed_name, write_env
+from .names import nccl_snapshot as nccl_snapshot
 
 ChangeKind = Literal["added", "changed", "unchanged", "removed"]
 
@@ -77,12 +78,6 @@ class Overwrite:
         }
 
 
-def nccl_snapshot(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Only the NCCL_* / TORCH_NCCL_* part of an environment (never anything else)."""
-    env = os.environ if environ is None else environ
-    return {k: v for k, v in env.items() if k.startswith(ALLOWED_PREFIXES)}
-
-
 def plan(desired: Mapping[str, str], environ: Mapping[str, str]) -> ApplyReport:
     return ApplyReport(tuple(Change(k, environ.get(k), v) for k, v in sorted(desired.items())))
 
@@ -96,12 +91,7 @@ def _guard(names: Collection[str]) -> None:
 def apply(desired: Mapping[str, str], environ: MutableMapping[str, str] | None = None) -> ApplyReport:
     """Write ``desired`` into the environment; return what was added / changed / unchanged."""
     env = os.environ if environ is None else environ
-    _guard(desired)
-    report = plan(desired, env)
-    for change in report.changes:
-        if change.kind != "unchanged":
-            env[change.name] = change.after  # type: ignore[assignment]
-    return report
+    return ApplyReport(tuple(Change(n, b, a) for n, b, a in write_env(dict(desired), env)))
 
 
 def diff(before: Mapping[str, str], after: Mapping[str, str]) -> list[Change]:
@@ -131,7 +121,5 @@ def restore(
     env = os.environ if environ is None else environ
     _guard(desired)
     overwrites = find_overwrites(desired, env, keep=keep)
-    for o in overwrites:
-        if o.restored:
-            env[o.name] = o.profile_value
+    write_env({o.name: o.profile_value for o in overwrites if o.restored}, env)
     return overwrites

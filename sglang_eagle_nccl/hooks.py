@@ -28,7 +28,7 @@ from .consistency import ConsistencyError, check_group, format_error
 from .findings import ProfileError
 from .patching import bind
 from .patchsets import Hook, PatchSetError
-from .state import CURRENT_GROUP, STATE
+from .state import STATE, current_group_var
 
 DELIBERATE = (ConsistencyError, ProfileError, PatchSetError, SystemExit, KeyboardInterrupt)
 
@@ -207,7 +207,7 @@ def group_created(original: Callable[..., Any], instance: Any, args: tuple, kwar
     name = arguments.get("group_name") or "anonymous"
     overrides = profile.group_env(name)
     saved = {k: os.environ.get(k) for k in overrides}
-    token = CURRENT_GROUP.set(name)
+    token = current_group_var().set(name)
     # Per-group values are in os.environ only while this group is built, so the eager PyNccl
     # communicator created inside __init__ reads them; torch's communicator is created lazily at
     # the first collective, after they are gone (the audit says so).
@@ -217,7 +217,7 @@ def group_created(original: Callable[..., Any], instance: Any, args: tuple, kwar
         env_at_creation = envmod.nccl_snapshot()
         _consistency(name, getattr(instance, "cpu_group", None), env_at_creation)
     finally:
-        CURRENT_GROUP.reset(token)
+        current_group_var().reset(token)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -250,7 +250,7 @@ def group_created(original: Callable[..., Any], instance: Any, args: tuple, kwar
 
 def pynccl_created(original: Callable[..., Any], instance: Any, args: tuple, kwargs: dict, arguments: dict) -> Any:
     """Around ``PyNcclCommunicator.__init__``: check ranks agree first, then audit the comm."""
-    name = CURRENT_GROUP.get() or "(outside a GroupCoordinator)"
+    name = current_group_var().get() or "(outside a GroupCoordinator)"
     env = envmod.nccl_snapshot()
     group = arguments.get("group")
     # Check before NCCL builds the communicator: its warm-up all-reduce is where a mismatch hangs.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Literal
@@ -20,12 +19,13 @@ from packaging.version import Version
 from . import nccl_parsing as p
 from ._toml import loads as toml_loads
 from .findings import Finding, error, warning
+from .names import ALLOWED_PREFIXES, is_allowed_name
+
+__all__ = ["ALLOWED_PREFIXES", "is_allowed_name"]
 
 Scope = Literal["process", "communicator", "torch_pg"]
 RankRule = Literal["must_match", "node_local", "free"]
 
-ALLOWED_PREFIXES = ("NCCL_", "TORCH_NCCL_")
-_NAME_RE = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,6 @@ def lookup(name: str) -> VarSpec | None:
 
 def closest(name: str, n: int = 3) -> list[str]:
     return difflib.get_close_matches(name.upper(), list(table()), n=n, cutoff=0.6)
-
-
-def is_allowed_name(name: str) -> bool:
-    """The only variables a profile may ever set: ``NCCL_*`` and ``TORCH_NCCL_*``."""
-    return bool(_NAME_RE.fullmatch(name)) and name.startswith(ALLOWED_PREFIXES)
 
 
 def check_name(name: str, *, allow_unknown: bool) -> list[Finding]:

@@ -18,24 +18,25 @@ import inspect
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from .patchsets import Hook
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from .patchsets import Hook
 
 # Set by bootstrap: run_hook(hook, original, instance, args, kwargs) -> result.
-Runner = Callable[[Hook, Callable[..., Any], Any, tuple, dict], Any]
+Runner = Callable[..., Any]  # runner(hook, original, instance, args, kwargs) -> result
 
 PLUGIN_NAME = "sglang_eagle_nccl"
 
 
-@dataclass
 class InstallState:
-    installed: dict[str, str] = field(default_factory=dict)  # target -> mechanism
-    failed: dict[str, str] = field(default_factory=dict)  # target -> reason
-    pending: set[str] = field(default_factory=set)  # wrapt hooks waiting for their module
-    wrapt_restore: list[tuple[Any, str, Any]] = field(default_factory=list)
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    def __init__(self) -> None:
+        self.installed: dict[str, str] = {}  # target -> mechanism
+        self.failed: dict[str, str] = {}  # target -> reason
+        self.pending: set[str] = set()  # hooks waiting for their module to be imported
+        self.wrapt_restore: list[tuple[Any, str, Any]] = []
+        self.lock = threading.RLock()
 
 
 STATE = InstallState()
@@ -131,8 +132,39 @@ def _is_static(parent: Any, attr: str) -> bool:
     return isinstance(parent, type) and isinstance(inspect.getattr_static(parent, attr, None), staticmethod)
 
 
-def install_hook_registry(hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | None], None]) -> None:
-    """Register ``hook`` with SGLang's HookRegistry (applied by SGLang's ``apply_hooks``)."""
+def install_hook_registry(
+    hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | None], None], *, apply_now: bool = False
+) -> None:
+    """Register ``hook`` with SGLang's HookRegistry.
+
+    When the target module is not imported yet (an EAGLE worker in a server without
+    speculative decoding), registration waits until it is: SGLang's ``apply_hooks`` would
+    otherwise import it just to patch it. A late registration is applied at once.
+    """
+    import sys
+
+    with STATE.lock:
+        if hook.target in STATE.installed or hook.target in STATE.pending:
+            return
+        if hook.module not in sys.modules:
+            from .import_trigger import after_import
+
+            STATE.pending.add(hook.target)
+
+            def when_imported(_module: Any) -> None:
+                with STATE.lock:
+                    STATE.pending.discard(hook.target)
+                _register(hook, runner, on_result)
+                apply_hook_registry()
+
+            after_import(hook.module, when_imported)
+            return
+    _register(hook, runner, on_result)
+    if apply_now:
+        apply_hook_registry()
+
+
+def _register(hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | None], None]) -> None:
     import importlib
 
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore[import-not-found]
@@ -142,7 +174,6 @@ def install_hook_registry(hook: Hook, runner: Runner, on_result: Callable[[Hook,
             return
         # HookRegistry passes an unbound function and puts self/cls first in args for methods
         # (classmethods are unwrapped to __func__ and re-wrapped), nothing for staticmethods.
-        # Resolving the parent imports the target module now; apply_hooks() would next anyway.
         module = importlib.import_module(hook.module)
         try:
             parent, attr = _resolve_parent(module, hook.qualname)

@@ -9,14 +9,12 @@ the guard for SGLang releases newer than every manifest).
 
 from __future__ import annotations
 
-import ast
 import functools
-import importlib.util
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -260,7 +258,7 @@ class TargetCheck:
         }
 
 
-def _params_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+def _params_of(node: Any) -> tuple[str, ...]:
     a = node.args
     names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
     if a.vararg:
@@ -270,13 +268,15 @@ def _params_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _find_in_body(body: Iterable[ast.stmt], name: str, *, want_class: bool = False) -> ast.AST | None:
+def _find_in_body(body: Iterable[Any], name: str, *, want_class: bool = False) -> Any:
     """The definition of ``name`` in a module/class body; the last one wins, as at run time.
 
     With ``want_class`` the last ``class`` statement is returned even when the name is later
     rebound by assignment: SGLang >= 0.5.20 writes ``ServerArgs = msgspec.defstruct(...,
     namespace=vars(ServerArgs))``, which keeps every method of the class statement.
     """
+    import ast
+
     found = None
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
@@ -297,13 +297,15 @@ def _find_in_body(body: Iterable[ast.stmt], name: str, *, want_class: bool = Fal
 
 def check_source(source: str, target: str, params: Sequence[str], file: str | None = None) -> TargetCheck:
     """Does ``module_source`` define the ``qualname`` part of ``target`` with ``params``?"""
+    import ast
+
     qualname = target.split(":", 1)[1]
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return TargetCheck(target, False, f"source does not parse: {exc}", file=file)
-    body: Iterable[ast.stmt] = tree.body
-    node: ast.AST | None = None
+    body: Iterable[Any] = tree.body
+    node: Any = None
     parts = qualname.split(".")
     for index, part in enumerate(parts):
         node = _find_in_body(body, part, want_class=index < len(parts) - 1)
@@ -353,6 +355,8 @@ def check_target_in_tree(root: Path, hook: Hook) -> TargetCheck:
 
 def installed_root(package: str = "sglang") -> Path | None:
     """site-packages directory holding ``package``, found without importing it."""
+    import importlib.util
+
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None

@@ -25,11 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from packaging.version import InvalidVersion, Version
-
 from . import _gate
-from ._toml import TOMLDecodeError
-from ._toml import loads as toml_loads
 from .findings import Finding, ProfileError, error, warning
 
 SERIAL_VERSION = 1
@@ -43,6 +39,7 @@ KNOWN_GROUPS = (
 )
 
 ConsistencyMode = Literal["error", "warn", "off"]
+MechanismChoice = Literal["auto", "wrapt"]
 
 # Plugin environment variables that set policy (name -> Policy field).
 POLICY_ENV = {
@@ -54,6 +51,7 @@ POLICY_ENV = {
     _gate.ENV_NCCL_VERSION: "nccl_version",
     _gate.ENV_CONSISTENCY: "consistency",
     _gate.ENV_CONSISTENCY_TIMEOUT: "consistency_timeout_s",
+    _gate.ENV_MECHANISM: "mechanism",
 }
 
 Pairs = tuple[tuple[str, str], ...]
@@ -73,6 +71,9 @@ class Policy:
     nccl_version: str | None = None
     consistency: ConsistencyMode = "error"
     consistency_timeout_s: float = 60.0
+    # "auto": the patch set's mechanism (SGLang's HookRegistry from 0.5.11). "wrapt": wrapt
+    # everywhere, which skips HookRegistry's per-target scan of every loaded module.
+    mechanism: MechanismChoice = "auto"
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -202,7 +203,7 @@ def _bad_serial(why: str) -> Finding:
 
 
 def _serial_pairs(obj: Any, where: str, findings: list[Finding]) -> Pairs:
-    from .nccl_vars import is_allowed_name
+    from .names import is_allowed_name
 
     if not isinstance(obj, dict):
         findings.append(_bad_serial(f"{where} must be an object"))
@@ -304,6 +305,9 @@ def _env_table(obj: Any, where: str, source: str, findings: list[Finding]) -> di
 
 def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) -> tuple[_Layer, list[Finding]]:
     """Read one TOML profile document (data only: nothing in it is executed or expanded)."""
+    from ._toml import TOMLDecodeError
+    from ._toml import loads as toml_loads
+
     findings: list[Finding] = []
     layer = _Layer()
     try:
@@ -468,7 +472,7 @@ def _parse_bool(key: str, value: Any, source: str) -> tuple[bool | None, list[Fi
 
 
 def _policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, list[Finding]]:
-    from .nccl_vars import is_allowed_name
+    from .names import is_allowed_name
 
     findings: list[Finding] = []
     values: dict[str, Any] = {}
@@ -505,11 +509,18 @@ def _policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, l
             if value is None or value == "":
                 values[key] = None
                 continue
+            from packaging.version import InvalidVersion, Version
+
             try:
                 Version(str(value))
                 values[key] = str(value)
             except InvalidVersion:
                 findings.append(error("policy.nccl_version", str(value), "not a version number", 'write nccl_version = "2.27"').with_source(source))
+        elif key == "mechanism":
+            if value not in ("auto", "wrapt"):
+                findings.append(error("policy.mechanism", str(value), "must be auto or wrapt", 'write mechanism = "auto"').with_source(source))
+            else:
+                values[key] = value
         elif key == "consistency":
             if value not in ("error", "warn", "off"):
                 findings.append(error("policy.consistency", str(value), "must be error, warn or off", 'write consistency = "error"').with_source(source))
@@ -596,6 +607,8 @@ def resolve(
 
     policy, f = _policy_from_mapping(merged.policy, "policy")
     findings += f
+    from packaging.version import Version
+
     nccl_version = Version(policy.nccl_version) if policy.nccl_version else None
 
     def check_pairs(pairs: Mapping[str, str], where: str, origin_prefix: str) -> None:

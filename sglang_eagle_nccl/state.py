@@ -1,45 +1,88 @@
-"""The plugin's per-process state (one activation per process)."""
+"""The plugin's per-process state (one activation per process).
+
+Imported at interpreter start in every process of an enabled launch, so it avoids
+``dataclasses``/``threading`` (which pull in ``inspect``, ``re`` ...): a plain class and a
+lock from ``_thread``. The validated :class:`~sglang_eagle_nccl.profile.Profile` object is
+built lazily from the serialised JSON the first time a hook needs it, by which time SGLang
+has imported everything that construction needs anyway.
+"""
 
 from __future__ import annotations
 
-import contextvars
-import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import _thread
 
+TYPE_CHECKING = False  # typing is not imported at interpreter start (annotations are strings)
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from .audit import AuditWriter
     from .patchsets import Selection
     from .profile import Profile
 
 
-@dataclass
+class _RLock:
+    """Re-entrant lock from ``_thread`` (``threading`` is not imported at start-up)."""
+
+    def __init__(self) -> None:
+        self._lock = _thread.RLock()
+
+    def __enter__(self) -> bool:
+        return self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 class ProcessState:
-    active: bool = False
-    origin: str = ""
-    profile: Profile | None = None
-    audit: AuditWriter | None = None
-    selection: Selection | None = None
-    node_rank: int | None = None
-    role: str = "process"
-    cli_hooks: bool = False
-    patches_installed: bool = False
-    deferred_registry_hooks: list[Any] = field(default_factory=list)
-    uncovered: list[dict[str, Any]] = field(default_factory=list)
-    # id(cpu_group) of groups whose consistency was already checked in this process
-    checked_groups: set[int] = field(default_factory=set)
-    # NCCL environment at the first communicator created in this process (process-cached vars)
-    first_comm_env: dict[str, str] | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    def __init__(self) -> None:
+        self.active = False
+        self.origin = ""
+        self.profile_json: str | None = None
+        self.profile_data: dict[str, Any] | None = None
+        self._profile: Profile | None = None
+        self.audit: AuditWriter | None = None
+        self.selection: Selection | None = None
+        self.node_rank: int | None = None
+        self.role = "process"
+        self.cli_hooks = False
+        self.patches_installed = False
+        self.uncovered: list[dict[str, Any]] = []
+        # id(cpu_group) of groups whose consistency was already checked in this process
+        self.checked_groups: set[int] = set()
+        # NCCL environment at the first communicator created in this process
+        self.first_comm_env: dict[str, str] | None = None
+        self.lock = _RLock()
+
+    @property
+    def profile(self) -> Profile | None:
+        if self._profile is None and self.profile_json is not None:
+            from .profile import Profile
+
+            self._profile = Profile.from_json(self.profile_json)
+        return self._profile
+
+    @profile.setter
+    def profile(self, value: Profile | None) -> None:
+        self._profile = value
+        self.profile_json = value.to_json() if value is not None else None
+        self.profile_data = value.to_dict() if value is not None else None
 
 
 STATE = ProcessState()
 
-# Name of the SGLang group whose GroupCoordinator.__init__ is running (read by the PyNccl hook).
-CURRENT_GROUP: contextvars.ContextVar[str | None] = contextvars.ContextVar("sglang_eagle_nccl_group", default=None)
+_current_group: Any = None
+
+
+def current_group_var() -> Any:
+    """ContextVar naming the SGLang group whose GroupCoordinator.__init__ is running."""
+    global _current_group
+    if _current_group is None:
+        import contextvars
+
+        _current_group = contextvars.ContextVar("sglang_eagle_nccl_group", default=None)
+    return _current_group
 
 
 def reset() -> None:
     """Forget the activation (tests only: a real process activates once)."""
-    global STATE
     STATE.__init__()  # type: ignore[misc]

@@ -129,3 +129,20 @@ def test_hot_path_method_is_left_alone(fake_module):
     patching.install_wrapt(_hook(fake_module, "Coordinator.__init__"), lambda h, o, i, a, k: o(*a, **k), lambda *a: None)
     assert mod.Coordinator.__dict__["all_reduce"] is before
     assert not patching.is_wrapped(mod.Coordinator.all_reduce)
+
+
+def test_import_trigger_fires_once_per_callback_even_with_several_waiters(tmp_path, monkeypatch):
+    from sglang_eagle_nccl.import_trigger import after_import
+
+    name = f"trig_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen = []
+    after_import(name, lambda m: seen.append(("a", m.VALUE)))
+    after_import(name, lambda m: seen.append(("b", m.VALUE)))
+    assert seen == []
+    importlib.import_module(name)
+    assert seen == [("a", 42), ("b", 42)]
+    after_import(name, lambda m: seen.append(("c", m.VALUE)))  # already imported: at once
+    assert seen[-1] == ("c", 42)
+    sys.modules.pop(name, None)
