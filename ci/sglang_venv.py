@@ -28,7 +28,9 @@ Standard library only: this script has to run before any venv exists.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import fcntl
 import glob
 import hashlib
 import json
@@ -97,7 +99,7 @@ _DEPS_0_5_4 = (
     "transformers==4.57.1", TORCHVISION_PIN, "sentencepiece", "uvloop", "setproctitle", "dill",
     "compressed-tensors", "einops",
     # HTTP server (python -m sglang.launch_server)
-    "uvicorn", "python-multipart",
+    "uvicorn", "python-multipart", "jsonschema",
 )
 
 # The real triton wheel (imports on CPU; only kernel launches fail). SGLang imports it unguarded, and at
@@ -108,11 +110,6 @@ TRITON_PIN = "triton==3.9.0"
 VERSIONS: dict[str, VersionSpec] = {
     "0.5.23": VersionSpec("0.5.23", _DEPS_0_5_23, no_deps=(TRITON_PIN, "xgrammar==0.2.7")),
     "0.5.4": VersionSpec("0.5.4", _DEPS_0_5_4, no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
-    "0.4.10": VersionSpec(
-        "0.4.10",
-        tuple(d for d in _DEPS_0_5_4 if not d.startswith("transformers")) + ("transformers==4.54.1",),
-        no_deps=(TRITON_PIN, "xgrammar==0.1.21", "torchao==0.9.0"),
-    ),
 }
 
 
@@ -223,11 +220,30 @@ def install_standins(venv: Path) -> None:
     (site / PTH_NAME).write_text(PTH_LINE)
 
 
+@contextlib.contextmanager
+def _build_lock(venv: Path):
+    """One builder per venv at a time (a test session and a person may both call ``build``)."""
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def build(version: str, *, python: str, force: bool = False) -> Path:
+    """Build the venv of ``version`` unless its stamp says it is current; returns its directory."""
     if version not in VERSIONS:
         sys.exit(f"unknown SGLang version {version!r}; known: {', '.join(VERSIONS)}")
-    spec = VERSIONS[version]
     venv = venv_dir(version)
+    with _build_lock(venv):
+        return _build_locked(VERSIONS[version], venv, python=python, force=force)
+
+
+def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool) -> Path:
+    version = spec.version
+    started = time.monotonic()
     payload = stamp_payload(spec, _python_tag(python))
     wanted = stamp_hash(payload)
     stamp = _read_stamp(venv)
@@ -236,10 +252,9 @@ def build(version: str, *, python: str, force: bool = False) -> Path:
             install_standins(venv)
             _write_stamp(venv, payload)
             _log(version, "cached venv: re-copied the changed CPU stand-ins")
-        _log(version, f"cached venv is up to date: {venv}")
+        _log(version, f"cached venv is up to date ({time.monotonic() - started:.1f}s): {venv}")
         return venv
 
-    started = time.monotonic()
     if venv.exists():
         _log(version, f"removing stale venv {venv}")
         shutil.rmtree(venv)
@@ -287,8 +302,15 @@ def install_plugin_wheel(version: str, wheel: Path) -> None:
 
 
 def freeze(version: str) -> Path:
-    """Write the resolved versions of a built venv as pins (constraints) for later builds."""
+    """Write the resolved versions of a built venv as pins (constraints) for later builds.
+
+    The venv was built from exactly these versions, so its stamp is refreshed to the new payload
+    (otherwise the next ``build`` would rebuild an identical venv).
+    """
     venv = venv_dir(version)
+    spec = VERSIONS[version]
+    stamp = _read_stamp(venv)
+    was_current = stamp.get("hash") == stamp_hash(stamp_payload(spec, _python_tag(str(venv_python(venv)))))
     out = subprocess.run(
         [str(venv_python(venv)), "-m", "pip", "freeze", "--exclude-editable"],
         check=True, capture_output=True, text=True,
@@ -302,6 +324,8 @@ def freeze(version: str) -> Path:
         "# Used as pip constraints: they fix versions, they do not add packages.\n"
         + "\n".join(sorted(lines, key=str.lower)) + "\n"
     )
+    if was_current:
+        _write_stamp(venv, stamp_payload(spec, _python_tag(str(venv_python(venv)))))
     return target
 
 

@@ -5,8 +5,11 @@
     "$(python3 ci/sglang_venv.py path 0.5.23)/bin/python" ci/smoke_cpu_engine.py [--steps a,b] [--list]
 
 Steps for the installed SGLang version (tiny dummy-weight Llama, TP=2, gloo):
-  SGLang with CPU EAGLE (0.5.23+): engine-tp2-plain, engine-tp2-eagle, engine-tp2-eagle3, http-tp2-eagle
+  SGLang with CPU EAGLE (0.5.23+): engine-tp2-plain, engine-tp2-eagle, engine-tp2-eagle3,
+                                   engine-tp2-standalone, http-tp2-eagle
   older (0.5.4):                   engine-tp2-plain, http-tp2-plain
+(standalone: SGLang's EAGLE worker with the target as its own draft, so every draft token is accepted and
+the accept path runs -- random EAGLE drafts are never accepted.)
 Each step runs in its own process session; it passes when it generated tokens and, after shutdown, no
 process of that session is left. Greedy EAGLE output must equal the plain output at the same TP size
 (dummy weights are seeded), which checks the CPU stand-in kernels end to end.
@@ -49,12 +52,14 @@ def cache_dir() -> Path:
 
 def steps_for(version: str) -> list[str]:
     if run.supports_cpu_eagle(version):
-        return ["engine-tp2-plain", "engine-tp2-eagle", "engine-tp2-eagle3", "http-tp2-eagle"]
+        return ["engine-tp2-plain", "engine-tp2-eagle", "engine-tp2-eagle3", "engine-tp2-standalone",
+                "http-tp2-eagle"]
     return ["engine-tp2-plain", "http-tp2-plain"]
 
 
 def _algorithm(step: str) -> str | None:
-    return {"plain": None, "eagle": "EAGLE", "eagle3": "EAGLE3"}[step.rsplit("-", 1)[1]]
+    return {"plain": None, "eagle": "EAGLE", "eagle3": "EAGLE3", "standalone": "STANDALONE"}[
+        step.rsplit("-", 1)[1]]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -265,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             "EAGLE": tiny_models.write_eagle_draft(Path(tmp) / "eagle", kind="EAGLE"),
             "EAGLE3": tiny_models.write_eagle_draft(Path(tmp) / "eagle3", kind="EAGLE3"),
         }
+        models["STANDALONE"] = models["target"]
         for step in steps:
             log = logs / f"smoke-{version}-{step}.log"
             print(f"[smoke {version}] {step} ...", flush=True)
@@ -285,6 +291,13 @@ def main(argv: list[str] | None = None) -> int:
                 r["ok"] = False
                 print(f"[smoke {version}] {r['step']}: FAIL output {r['outputs'][0]} != plain "
                       f"{plain['outputs'][0]}", flush=True)
+
+    # With the target as its own draft every draft token must be accepted.
+    for r in results:
+        accept = r.get("meta_info", {}).get("spec_accept_length")
+        if r["step"].endswith("standalone") and r["ok"] and (accept is None or accept < 1.5):
+            r["ok"] = False
+            print(f"[smoke {version}] {r['step']}: FAIL accept length {accept}, expected about 2", flush=True)
 
     total = time.monotonic() - total_started
     summary = {"sglang": version, "total_s": round(total, 1), "steps": results}

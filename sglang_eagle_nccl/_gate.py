@@ -85,3 +85,18 @@ def start() -> None:
     argv = getattr(sys, "orig_argv", sys.argv)
     if os.environ.get(ENV_ENABLE) or "--nccl" in str(argv) or "--help" in argv or "-h" in argv:
         pth_entry()
+
+
+def sglang_plugin() -> None:
+    """``sglang.srt.plugins`` entry point (SGLang >= 0.5.11 calls it in its processes).
+
+    SGLang's loader imports the entry point's module in every process where it loads plugins,
+    enabled or not; this tiny module is that import, and the plugin proper is imported only
+    when the gate is set (or the CLI flags already activated it in this process).
+    """
+    state = sys.modules.get("sglang_eagle_nccl.state")
+    if not is_enabled() and not (state is not None and state.STATE.active):
+        return
+    from . import bootstrap
+
+    bootstrap.sglang_plugin()

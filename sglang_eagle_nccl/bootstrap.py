@@ -195,6 +195,11 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
         node_rank = _node_rank()
         is_root = ENV_ROOT_PID not in os.environ
         desired = _process_env(data, node_rank)
+        if not is_root:
+            # A child inherits what the launcher settled on; for variables where the policy lets
+            # SGLang's own write win, the inherited value is that decision and must stay.
+            keep = set(data["policy"].get("sglang_wins", ()))
+            desired = {k: v for k, v in desired.items() if not (k in keep and k in os.environ)}
         changes = write_env(desired)
         # Everything below is inherited by the processes SGLang spawns from here on.
         os.environ[_gate.ENV_PROFILE] = text

@@ -304,11 +304,7 @@ def find_groups(root: Any, max_depth: int = 4) -> dict[str, dict[str, Any]]:
             return
         seen.add(id(obj))
         if _is_group(obj):
-            found[path] = {
-                "group": getattr(obj, "unique_name", "?").split(":")[0],
-                "unique_name": getattr(obj, "unique_name", None),
-                "ranks": list(getattr(obj, "ranks", [])),
-            }
+            found[path] = _describe(obj)
             return
         if isinstance(obj, (list, tuple)):
             for i, item in enumerate(obj[:8]):
@@ -326,6 +322,25 @@ def find_groups(root: Any, max_depth: int = 4) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _describe(group: Any) -> dict[str, Any]:
+    unique = getattr(group, "unique_name", "?")
+    return {"group": unique.split(":")[0], "unique_name": unique, "ranks": list(getattr(group, "ranks", []))}
+
+
+def _find_attr(root: Any, name: str, depth: int = 3) -> Any:
+    """``name`` on ``root`` or on one of its worker/runner attributes (breadth first)."""
+    frontier = [root]
+    for _ in range(depth):
+        nxt = []
+        for obj in frontier:
+            value = getattr(obj, name, None)
+            if value is not None:
+                return value
+            nxt += [getattr(obj, a, None) for a in _WALK_ATTRS if getattr(obj, a, None) is not None]
+        frontier = nxt
+    return None
+
+
 def eagle_worker(result: Any, instance: Any, arguments: dict) -> None:
     """After an EAGLE worker's ``__init__``: which existing groups draft and verify run on."""
     groups = find_groups(instance)
@@ -335,12 +350,20 @@ def eagle_worker(result: Any, instance: Any, arguments: dict) -> None:
     try:
         from sglang.srt.distributed import parallel_state as ps  # type: ignore[import-not-found]
 
-        tp = ps.get_tp_group()
-        current_tp = {"group": tp.unique_name.split(":")[0], "unique_name": tp.unique_name, "ranks": list(tp.ranks)}
+        current_tp = _describe(ps.get_tp_group())
     except Exception:  # noqa: BLE001
         pass
+    if not draft:
+        # SGLang >= 0.5.23 keeps groups in its runtime context: the draft's layout names its own
+        # group only when it runs independently (DP attention); otherwise it shares the target's.
+        layout = _find_attr(instance, "parallel_layout")
+        layout_group = getattr(layout, "tp_group", None) if layout is not None else None
+        if layout_group is not None:
+            draft = {"parallel_layout.tp_group": _describe(layout_group)}
+        elif current_tp:
+            draft = {"target tp group (draft_tp_context keeps it)": current_tp}
     if not verify and current_tp:
-        verify = {"parallel_state.get_tp_group()": current_tp}
+        verify = {"target tp group (parallel_state.get_tp_group())": current_tp}
     audit(
         "eagle_groups",
         worker=type(instance).__name__,

@@ -174,11 +174,11 @@ def _register(hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | 
             return
         # HookRegistry passes an unbound function and puts self/cls first in args for methods
         # (classmethods are unwrapped to __func__ and re-wrapped), nothing for staticmethods.
-        module = importlib.import_module(hook.module)
         try:
+            module = importlib.import_module(hook.module)
             parent, attr = _resolve_parent(module, hook.qualname)
             getattr(parent, attr)
-        except AttributeError as exc:
+        except (ImportError, AttributeError) as exc:
             STATE.failed[hook.target] = f"not found: {exc}"
             on_result(hook, "hook_registry", STATE.failed[hook.target])
             return

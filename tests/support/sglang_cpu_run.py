@@ -41,7 +41,10 @@ OMP_BIND_VAR = "SGLANG_CPU_OMP_THREADS_BIND"
 # sgl_kernel CPU ops); releases checked: 0.5.23 yes, 0.5.4 no.
 FIRST_CPU_EAGLE_VERSION = (0, 5, 23)
 
-SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3")
+# STANDALONE: SGLang's EAGLE machinery with an ordinary model as the draft. With the target's own
+# directory as the draft, the dummy weights are identical (same seed), every draft token is accepted,
+# and the accept path of verification runs (accept length 2.00) -- random EAGLE drafts never match.
+SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE")
 
 
 def installed_sglang_version() -> str:
@@ -121,8 +124,9 @@ def engine_kwargs(
     """Keyword arguments for ``sglang.Engine`` (and, through ``server_cmd``, the server flags).
 
     Dummy weights, no tokenizer (token ids in and out), bfloat16, tiny memory and context. With
-    ``speculative_algorithm`` ("EAGLE" or "EAGLE3") and ``draft_path``: one draft step, top-1, two
-    draft tokens -- the shape the CPU stand-ins implement. ``extra`` overrides or adds arguments.
+    ``speculative_algorithm`` ("EAGLE", "EAGLE3", or "STANDALONE" with the target as its own draft) and
+    ``draft_path``: one draft step, top-1, two draft tokens -- the shape the CPU stand-ins implement.
+    ``extra`` overrides or adds arguments.
     """
     version = version or installed_sglang_version()
     kwargs: dict[str, Any] = {
@@ -148,7 +152,7 @@ def engine_kwargs(
         if speculative_algorithm not in SPECULATIVE_ALGORITHMS:
             raise ValueError(f"speculative_algorithm must be one of {SPECULATIVE_ALGORITHMS}")
         if draft_path is None:
-            raise ValueError(f"{speculative_algorithm} needs draft_path (see tiny_models.write_eagle_draft)")
+            raise ValueError(f"{speculative_algorithm} needs draft_path (see tiny_models)")
         if not supports_cpu_eagle(version):
             raise ValueError(
                 f"EAGLE on CPU is not available with sglang {version}: its KV-pool setup launches a "

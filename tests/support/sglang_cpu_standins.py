@@ -21,7 +21,8 @@ What stands in, and why (facts in ``shared/reference/cpu-e2e.md``):
     ``verify_tree_greedy_cpu``, ``fill_bonus_tokens_cpu``, ``fill_accept_out_cache_loc_cpu``,
     ``copy_all_layer_kv_cache_cpu``, and the attention ops ``extend_attention_cpu`` /
     ``decode_attention_cpu`` registered as ``torch.ops.sgl_kernel.*``. Names SGLang imports at module
-    level but never calls in these runs (e.g. 0.5.4's ``sgl_kernel.kvcacheio``) exist and raise
+    level but never calls in these runs (0.5.23: ``build_draft_decode_metadata_cpu``; 0.5.4:
+    ``sgl_kernel.kvcacheio.*``, the ``sgl_kernel.allreduce`` op namespace) exist and raise
     ``NotImplementedError`` when called. ``torch.ops.sgl_kernel.convert_weight_packed`` is deliberately
     absent, so SGLang's ``cpu_has_amx_support()`` stays False and its AMX GEMM layer paths stay off.
 
@@ -120,6 +121,10 @@ class _PostImportLoader(importlib.abc.Loader):
         self._real.exec_module(module)
         self._hook(module)
 
+    def __getattr__(self, name: str) -> Any:
+        # get_source / get_filename / ... of the real loader: tracebacks and inspect keep working.
+        return getattr(self._real, name)
+
 
 class _StandinFinder(importlib.abc.MetaPathFinder):
     def find_spec(
@@ -195,7 +200,8 @@ def assign_req_to_token_pool_cpu(req_pool_indices, req_to_token, start_offset, e
     (requests packed one after another), stored at columns ``[start_offset[i], end_offset[i])``.
     """
     taken = 0
-    for row, start, end in zip(req_pool_indices.tolist(), start_offset.tolist(), end_offset.tolist()):
+    rows = zip(req_pool_indices.tolist(), start_offset.tolist(), end_offset.tolist(), strict=True)
+    for row, start, end in rows:
         n = end - start
         req_to_token[row, start:end] = out_cache_loc[taken:taken + n].to(req_to_token.dtype)
         taken += n
@@ -206,7 +212,8 @@ def assign_extend_cache_locs_cpu(req_pool_indices, req_to_token, start_offset, e
     """The reverse of ``assign_req_to_token_pool_cpu``: gather columns ``[start, end)`` of each
     request's row, packed one request after another, into ``out_cache_loc``."""
     written = 0
-    for row, start, end in zip(req_pool_indices.tolist(), start_offset.tolist(), end_offset.tolist()):
+    rows = zip(req_pool_indices.tolist(), start_offset.tolist(), end_offset.tolist(), strict=True)
+    for row, start, end in rows:
         n = end - start
         out_cache_loc[written:written + n] = req_to_token[row, start:end].to(out_cache_loc.dtype)
         written += n
@@ -217,7 +224,7 @@ def assign_draft_cache_locs_contiguous_cpu(req_pool_indices, req_to_token, seq_l
     """Each request's ``topk * steps`` draft slots, which follow its current length in its row of the
     req->token table, copied into ``out_cache_loc`` at ``i * topk * steps``."""
     width = topk * speculative_num_steps
-    for i, (row, start) in enumerate(zip(req_pool_indices.tolist(), seq_lens.tolist())):
+    for i, (row, start) in enumerate(zip(req_pool_indices.tolist(), seq_lens.tolist(), strict=True)):
         out_cache_loc[i * width:(i + 1) * width] = req_to_token[row, start:start + width].to(
             out_cache_loc.dtype)
 
@@ -248,7 +255,7 @@ def copy_all_layer_kv_cache_cpu(data_ptrs, strides, tgt_loc, src_loc):
     src = src_loc.long().cpu()
     tgt = tgt_loc.long().cpu()
     rows = int(max(src.max().item(), tgt.max().item())) + 1
-    for base, stride in zip(data_ptrs.tolist(), strides.tolist()):
+    for base, stride in zip(data_ptrs.tolist(), strides.tolist(), strict=True):
         raw = (ctypes.c_uint8 * (rows * int(stride))).from_address(int(base))
         buf = torch.frombuffer(raw, dtype=torch.uint8).view(rows, int(stride))
         buf[tgt] = buf[src].clone()
@@ -405,8 +412,10 @@ def extend_attention_cpu(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
         prefix = seq_len - ext
         slots = req_to_token[int(req_pool_indices[i]), :seq_len].long()
         if k_extend is not None and v_extend is not None:
-            keys = torch.cat([k_buffer[slots[:prefix]].to(k_extend.dtype), k_extend[start:start + ext]])
-            values = torch.cat([v_buffer[slots[:prefix]].to(v_extend.dtype), v_extend[start:start + ext]])
+            new_k = k_extend[start:start + ext].reshape(ext, *k_buffer.shape[1:])
+            new_v = v_extend[start:start + ext].reshape(ext, *v_buffer.shape[1:])
+            keys = torch.cat([k_buffer[slots[:prefix]].to(new_k.dtype), new_k])
+            values = torch.cat([v_buffer[slots[:prefix]].to(new_v.dtype), new_v])
         else:
             keys, values = k_buffer[slots], v_buffer[slots]
         keys = keys.float() * float(k_scale)
@@ -542,12 +551,28 @@ _IMPORT_ONLY: dict[str, tuple[str, ...]] = {
 }
 
 
+class _UnavailableNamespace:
+    """An op namespace read at import time whose ops are only called on GPUs (any attribute is an op
+    that raises when called)."""
+
+    def __init__(self, qualname: str) -> None:
+        self._qualname = qualname
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _not_available(f"{self._qualname}.{name}")
+
+
 def _fill_sgl_kernel(module: types.ModuleType) -> None:
     module.__version__ = "0.0.0+cpu-test-standin"
     for fn in _IMPLEMENTED:
         setattr(module, fn.__name__, _traced(fn))
     for name in _IMPORT_ONLY["sgl_kernel"]:
         setattr(module, name, _not_available(f"sgl_kernel.{name}"))
+    # SGLang <= 0.5.4 srt/_custom_ops.py binds ``custom_op = sgl_kernel.allreduce`` at import (custom
+    # all-reduce, CUDA only; reached at TP > 1 through monkey_patch_p2p_access_check).
+    module.allreduce = _UnavailableNamespace("sgl_kernel.allreduce")
     _register_torch_ops()
 
 

@@ -1,0 +1,259 @@
+"""A real SGLang server / engine (TP=2 on CPU) started the ways users start it, with the plugin
+installed the way users install it; every scheduler process and every communicator of every
+group must show the profile in the audit, and the EAGLE draft/verify groups must be recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from sglang_eagle_nccl.audit_report import Report, load_report, read_launch
+from support import sglang_cpu_run as run
+
+SGLANG_VERSION = run.installed_sglang_version()
+EAGLE = run.supports_cpu_eagle(SGLANG_VERSION)
+
+PROMPT = [1, 17, 33, 71, 105, 260]
+EXE = str(Path(sys.executable).parent / "sglang-eagle-nccl")
+SEED = {
+    "NCCL_PROTO": "LL",
+    "NCCL_ALGO": "Ring",
+    "NCCL_P2P_LEVEL": "SYS",
+    "NCCL_MAX_NCHANNELS": "16",
+    "NCCL_BUFFSIZE": "16777216",
+    "NCCL_NTHREADS": "512",
+}
+START_TIMEOUT = 300
+
+
+def _server_args(models) -> list[str]:
+    target, draft = models
+    cmd = run.server_cmd(
+        target, port=0, tp_size=2,
+        **({"draft_path": draft, "speculative_algorithm": "EAGLE3"} if EAGLE else {}),
+    )
+    args = cmd[3:]  # drop "python -m sglang.launch_server"
+    i = args.index("--port")
+    return args[:i] + args[i + 2:]
+
+
+def _serve(cmd: list[str], env: dict[str, str], port: int, log: Path) -> tuple[dict, str]:
+    """Start a server command in its own session, send one /generate, stop it cleanly."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            run.wait_http_ready(port, START_TIMEOUT, proc=proc)
+            answer = run.generate_http(port, PROMPT, max_new_tokens=6, timeout=180)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            raise AssertionError(log.read_text()[-6000:]) from None
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(90)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            raise AssertionError("server did not stop within 90 s of SIGTERM") from None
+    leftover = _session_after(proc.pid, grace=20)
+    assert not leftover, f"processes left after shutdown: {leftover}"
+    return answer, log.read_text()
+
+
+def _session_after(sid: int, grace: float) -> list[str]:
+    """Processes of session ``sid`` still alive after ``grace`` seconds (then killed)."""
+    deadline = time.monotonic() + grace
+    while True:
+        pids = subprocess.run(["pgrep", "-s", str(sid)], capture_output=True, text=True).stdout.split()
+        if not pids or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    left = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:100].decode()
+            left.append(f"{pid} {cmdline}")
+            os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+    return left
+
+
+def _check_profile_everywhere(report: Report, expected: dict[str, str], *, tp: int = 2) -> None:
+    """Every scheduler process and every communicator of every group carries ``expected``."""
+    assert report.verdict != "fail", "\n".join(report.problems)
+    schedulers = [p for p in report.processes if p.role.startswith("scheduler")]
+    assert len(schedulers) == tp, [(p.role, p.pid) for p in report.processes]
+    _, procs = read_launch(report.run_dir)
+    by_pid = {p.pid: p for p in procs}
+    for sched in schedulers:
+        records = by_pid[sched.pid]
+        start = records.first("scheduler_start")
+        assert start is not None
+        for k, v in expected.items():
+            assert start["env"].get(k) == v, (sched.role, k, start["env"].get(k))
+        comms = [r for r in records.records if r["event"] in ("group_created", "pynccl_created")]
+        groups = {r["group"] for r in comms if r["event"] == "group_created"}
+        assert {"world", "tp"} <= groups, groups
+        assert any(r["event"] == "pynccl_created" and r["group"] == "tp" for r in comms)
+        for r in comms:
+            for k, v in expected.items():
+                assert r["env"].get(k) == v, (sched.role, r["event"], r["group"], k, r["env"].get(k))
+    for c in report.communicators:
+        assert c.verdict in ("ok", "warn"), (c.role, c.group, c.notes)
+
+
+def _check_eagle(report: Report) -> None:
+    if not EAGLE:
+        return
+    assert report.eagle, "EAGLE worker hook did not record the draft/verify groups"
+    for e in report.eagle:
+        draft = {g["unique_name"] for g in (e["draft"] or {}).values()}
+        verify = {g["unique_name"] for g in (e["verify"] or {}).values()}
+        assert draft and verify, e
+        # No separate group for speculative decoding: draft and verify reuse the target's tp group.
+        assert draft <= {"tp:0", "attention_tp:0", "attn_tp:0"} and "tp:0" in verify, e
+    assert len({e["pid"] for e in report.eagle}) == 2  # one per TP rank
+
+
+def test_wrapper_launch_with_seed_profile(models, e2e_env, tmp_path):
+    port = run.free_port()
+    audit_root = tmp_path / "audit"
+    cmd = [EXE, "launch", "--profile", "pcie-8gpu", "--audit-dir", str(audit_root), "--", *_server_args(models), "--host", "127.0.0.1", "--port", str(port)]
+    answer, log = _serve(cmd, e2e_env, port, tmp_path / "server.log")
+    assert len(answer["output_ids"]) == 6
+    assert "[sglang-eagle-nccl] audit" in log  # the wrapper printed the verdict at exit
+    report = load_report(audit_root)
+    _check_profile_everywhere(report, SEED)
+    _check_eagle(report)
+    launcher = next(p for p in report.processes if p.role == "launcher")
+    assert launcher.patch_set is not None
+
+
+def test_launch_flags_on_sglangs_own_cli(models, e2e_env, tmp_path):
+    port = run.free_port()
+    audit_root = tmp_path / "audit"
+    cmd = [
+        sys.executable, "-m", "sglang.launch_server", *_server_args(models), "--host", "127.0.0.1", "--port", str(port),
+        "--nccl-profile", "pcie-8gpu", "--nccl-env", "NCCL_ALGO=Tree", "--nccl-audit-dir", str(audit_root),
+    ]
+    _serve(cmd, e2e_env, port, tmp_path / "server.log")
+    report = load_report(audit_root)
+    _check_profile_everywhere(report, {**SEED, "NCCL_ALGO": "Tree"})
+    _check_eagle(report)
+
+
+ENGINE_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import sglang as sgl
+
+    if __name__ == "__main__":
+        kwargs = json.loads(sys.argv[1])
+        engine = sgl.Engine(**kwargs)
+        out = engine.generate(input_ids=%r, sampling_params={"max_new_tokens": 6, "temperature": 0})
+        engine.shutdown()
+        print("ENGINE_OUTPUT " + json.dumps(out["output_ids"]))
+    """
+) % (PROMPT,)
+
+
+def _engine(models, env: dict[str, str], tmp_path: Path, **extra) -> tuple[list[int], str]:
+    target, draft = models
+    kwargs = run.engine_kwargs(target, tp_size=2, **({"draft_path": draft, "speculative_algorithm": "EAGLE3"} if EAGLE else {}), **extra)
+    script = tmp_path / "engine_script.py"
+    script.write_text(ENGINE_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), json.dumps(kwargs)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("ENGINE_OUTPUT "))
+    return json.loads(line.split(" ", 1)[1]), proc.stderr
+
+
+def test_engine_api_enabled_by_environment(models, e2e_env, tmp_path):
+    env = dict(e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
+    output, _ = _engine(models, env, tmp_path)
+    assert len(output) == 6
+    report = load_report(tmp_path / "audit")
+    _check_profile_everywhere(report, SEED)
+    _check_eagle(report)
+    roles = {p.role for p in report.processes}
+    assert "launcher" in roles and "detokenizer" in roles, roles
+
+
+def test_sglang_overwrite_is_reported_and_restored(models, e2e_env, tmp_path):
+    """<= 0.5.4 overwrites NCCL_CUMEM_ENABLE unconditionally; >= 0.5.5 overwrites NCCL_NVLS_ENABLE
+    when --enable-nccl-nvls is given. The audit shows SGLang's write and the restoration, and the
+    workers run with the profile's value."""
+    old = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) < (0, 5, 5)
+    var, value, extra = ("NCCL_CUMEM_ENABLE", "1", {}) if old else ("NCCL_NVLS_ENABLE", "0", {"enable_nccl_nvls": True})
+    env = dict(e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_ENV=f"{var}={value}", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
+    _, stderr = _engine(models, env, tmp_path, **extra)
+    report = load_report(tmp_path / "audit")
+    writes = [w for w in report.sglang_writes if w["name"] == var]
+    assert writes and writes[0]["after"] != value, report.sglang_writes
+    assert f"restored {var}={value}" in stderr
+    _, procs = read_launch(report.run_dir)
+    launcher = next(p for p in procs if p.first("env_restored"))
+    (restored,) = [o for o in launcher.first("env_restored")["overwrites"] if o["name"] == var]
+    assert restored["restored"] is True and restored["foreign_value"] == writes[0]["after"]
+    _check_profile_everywhere(report, {**SEED, var: value})
+
+
+def test_sglang_wins_policy_keeps_sglangs_value(models, e2e_env, tmp_path):
+    old = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) < (0, 5, 5)
+    if old:
+        var, value, extra = "NCCL_CUMEM_ENABLE", "1", {}
+    else:
+        var, value, extra = "NCCL_NVLS_ENABLE", "0", {"enable_nccl_nvls": True}
+    env = dict(
+        e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_ENV=f"{var}={value}",
+        SGLANG_EAGLE_NCCL_SGLANG_WINS=var, SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+    )
+    _engine(models, env, tmp_path, **extra)
+    report = load_report(tmp_path / "audit")
+    sglang_value = next(w["after"] for w in report.sglang_writes if w["name"] == var)
+    _, procs = read_launch(report.run_dir)
+    for p in procs:
+        start = p.first("scheduler_start")
+        if start:
+            assert start["env"][var] == sglang_value
+    assert any("policy sglang_wins" in n for p in report.processes for n in p.notes)
+
+
+def test_installed_but_not_enabled_changes_nothing(models, e2e_env, tmp_path):
+    """Same engine without the plugin enabled: no audit directory, no plugin module imported in
+    any SGLang process (PYTHONPROFILEIMPORTTIME makes every process list its imports), and the same
+    tokens as with the plugin enabled."""
+    audit_root = tmp_path / "audit"
+    off = dict(e2e_env, PYTHONPROFILEIMPORTTIME="1", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(audit_root))
+    off.pop("SGLANG_EAGLE_NCCL", None)
+    out_off, stderr_off = _engine(models, off, tmp_path)
+    assert not audit_root.exists()
+    imported = {line.rsplit("|", 1)[1].strip() for line in stderr_off.splitlines() if line.startswith("import time:") and "sglang_eagle_nccl" in line}
+    # SGLang >= 0.5.11 imports every installed plugin's entry-point module in its processes; ours
+    # is the gate, which imports nothing else while the plugin is off. Older SGLang imports none.
+    native = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) >= (0, 5, 11)
+    assert imported <= ({"sglang_eagle_nccl", "sglang_eagle_nccl._gate"} if native else set()), imported
+    assert "NCCL_PROTO" not in stderr_off and "sglang-eagle-nccl]" not in stderr_off
+    on = dict(off, SGLANG_EAGLE_NCCL="pcie-8gpu")
+    out_on, stderr_on = _engine(models, on, tmp_path)
+    assert "sglang_eagle_nccl" in stderr_on  # positive control: the probe does see the plugin
+    assert out_on == out_off  # greedy decoding: identical tokens with and without the plugin
+
+
+@pytest.mark.skipif(not EAGLE, reason="EAGLE on CPU needs SGLang >= 0.5.23 (its KV-pool setup launches a Triton kernel before that)")
+def test_eagle_draft_and_verify_reuse_the_tp_group(models, e2e_env, tmp_path):
+    env = dict(e2e_env, SGLANG_EAGLE_NCCL="audit-only", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
+    _engine(models, env, tmp_path)
+    report = load_report(tmp_path / "audit")
+    _check_eagle(report)
+    workers = {e["worker"] for e in report.eagle}
+    assert workers and all("EAGLE" in w.upper() for w in workers), workers
