@@ -102,6 +102,28 @@ _DEPS_0_5_4 = (
     "uvicorn", "python-multipart", "jsonschema",
 )
 
+# Set B (0.5.5-0.5.10.post1). As 0.5.23 with SGLang's own transformers / openai pins; no
+# apache-tvm-ffi (only its GPU JIT kernels import it). Needs the sgl_kernel stand-in (kvcacheio).
+_DEPS_0_5_10 = (
+    "numpy", "orjson", "psutil", "pybase64", "requests", "packaging", "pillow", "msgspec", "pydantic",
+    "pyzmq", "tqdm", "ipython", "aiohttp", "uvloop", "transformers==5.3.0", TORCHVISION_PIN, "dill",
+    "sentencepiece", "compressed-tensors", "gguf", "openai==2.6.1", "partial_json_parser", "uvicorn",
+    "fastapi", "setproctitle", "einops",
+    # HTTP server (python -m sglang.launch_server)
+    "jsonschema", "soundfile", "python-multipart",
+)
+
+# Set C (0.5.11-0.5.20). As 0.5.23 with SGLang's own transformers / openai pins (its wheel is cp311:
+# three compiled ``_core`` modules that import on CPU).
+_DEPS_0_5_17 = (
+    "numpy", "orjson", "psutil", "pybase64", "requests", "packaging", "pillow", "msgspec", "pydantic",
+    "pyzmq", "tqdm", "ipython", "aiohttp", "uvloop", "transformers==5.12.1", TORCHVISION_PIN, "dill",
+    "apache-tvm-ffi==0.1.11", "sentencepiece", "compressed-tensors", "gguf", "openai==2.6.1",
+    "partial_json_parser", "uvicorn", "fastapi", "setproctitle", "einops",
+    # HTTP server (python -m sglang.launch_server)
+    "jsonschema", "soundfile", "python-multipart",
+)
+
 # The real triton wheel (imports on CPU; only kernel launches fail). SGLang imports it unguarded, and at
 # TP > 1 it torch.compile()s its vocab-parallel embedding, which makes torch's inductor probe triton in
 # depth -- more than any stub survives. --no-deps: it has no runtime deps on Python >= 3.10.
@@ -109,6 +131,8 @@ TRITON_PIN = "triton==3.9.0"
 
 VERSIONS: dict[str, VersionSpec] = {
     "0.5.23": VersionSpec("0.5.23", _DEPS_0_5_23, no_deps=(TRITON_PIN, "xgrammar==0.2.7")),
+    "0.5.17": VersionSpec("0.5.17", _DEPS_0_5_17, no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
+    "0.5.10": VersionSpec("0.5.10", _DEPS_0_5_10, no_deps=(TRITON_PIN, "xgrammar==0.1.32")),
     "0.5.4": VersionSpec("0.5.4", _DEPS_0_5_4, no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
 }
 

@@ -330,8 +330,14 @@ def _split_runs(lines: Iterable[str], source: str) -> list[_Raw]:
             if not msg:
                 continue
             if _SERVER_ARGS.search(msg):
-                cur = None  # every launch is a new run
-                run = ensure(line_no)
+                # Every launch is a new run. SGLang logs a few lines (e.g. "Cuda graph is disabled
+                # because ...") while resolving arguments, just before printing server_args: a run
+                # that has no server_args and no decode line yet belongs to this launch.
+                if cur is not None and cur.server_args is None and not cur.samples:
+                    run = cur
+                else:
+                    cur = None
+                    run = ensure(line_no)
                 run.server_args = msg
                 run.recognised += 1
                 run.last_line = line_no

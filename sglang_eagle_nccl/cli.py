@@ -249,6 +249,54 @@ def _env_has_profile() -> bool:
     return _gate.is_enabled() or bool(os.environ.get(_gate.ENV_ENV))
 
 
+# --- env ----------------------------------------------------------------------------------------
+
+
+@main.command("env")
+@profile_options
+@click.option("--audit-dir", default=None, metavar="DIR", help="Create one launch directory under DIR and include it, so every process of the launch audits into it.")
+@click.option("--node-rank", type=int, default=None, help="Node rank (selects [nodes.<rank>.env]).")
+@click.option("--format", "fmt", type=click.Choice(["shell", "json", "dotenv"]), default="shell", show_default=True)
+def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, audit_dir: str | None, node_rank: int | None, fmt: str) -> None:
+    """Print the environment that enables the profile in processes you start yourself.
+
+    For launchers that do not inherit your shell: Ray (runtime_env={"env_vars": ...}),
+    Kubernetes (env / a ConfigMap), systemd (EnvironmentFile). The output holds the plugin's
+    gate, the serialised profile and the NCCL variables themselves (so a process without the
+    plugin installed still gets the values).
+
+    \b
+      eval "$(sglang-eagle-nccl env --profile pcie-8gpu)"
+      sglang-eagle-nccl env --profile pcie-8gpu --format json   # for Ray's runtime_env
+    """
+    import shlex
+
+    from . import _gate
+    from .audit import new_launch_dir, write_launch_meta
+    from .bootstrap import ENV_ROOT_PID
+
+    profile = _resolve(profiles, nccl_env, allow_unknown=allow_unknown).profile
+    out: dict[str, str] = dict(profile.process_env(node_rank))
+    out[_gate.ENV_ENABLE] = "1"
+    out[_gate.ENV_PROFILE] = profile.to_json()
+    if node_rank is not None:
+        out[_gate.ENV_NODE_RANK] = str(node_rank)
+    if audit_dir:
+        run_dir = new_launch_dir(audit_dir)
+        write_launch_meta(run_dir, {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl env"})
+        out[_gate.ENV_RUN_DIR] = str(run_dir)
+        # No process of that launch is the launcher: they all audit as processes of one launch.
+        out[ENV_ROOT_PID] = "external"
+    if fmt == "json":
+        _emit_json(out)
+    elif fmt == "dotenv":
+        for k, v in out.items():
+            click.echo(f"{k}={v}")
+    else:
+        for k, v in out.items():
+            click.echo(f"export {k}={shlex.quote(v)}")
+
+
 # --- launch -----------------------------------------------------------------------------------
 
 

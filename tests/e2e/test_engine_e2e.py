@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from sglang_eagle_nccl.audit_report import Report, load_report, read_launch
+from sglang_eagle_nccl.profile import resolve
 from support import sglang_cpu_run as run
 
 SGLANG_VERSION = run.installed_sglang_version()
@@ -23,14 +24,8 @@ EAGLE = run.supports_cpu_eagle(SGLANG_VERSION)
 
 PROMPT = [1, 17, 33, 71, 105, 260]
 EXE = str(Path(sys.executable).parent / "sglang-eagle-nccl")
-SEED = {
-    "NCCL_PROTO": "LL",
-    "NCCL_ALGO": "Ring",
-    "NCCL_P2P_LEVEL": "SYS",
-    "NCCL_MAX_NCHANNELS": "16",
-    "NCCL_BUFFSIZE": "16777216",
-    "NCCL_NTHREADS": "512",
-}
+# The built-in seed profile (its exact values are pinned by tests/unit/test_profile.py).
+SEED = resolve(["pcie-8gpu"], use_environ=False).profile.env_dict()
 START_TIMEOUT = 300
 
 

@@ -21,10 +21,12 @@ What stands in, and why (facts in ``shared/reference/cpu-e2e.md``):
     ``verify_tree_greedy_cpu``, ``fill_bonus_tokens_cpu``, ``fill_accept_out_cache_loc_cpu``,
     ``copy_all_layer_kv_cache_cpu``, and the attention ops ``extend_attention_cpu`` /
     ``decode_attention_cpu`` registered as ``torch.ops.sgl_kernel.*``. Names SGLang imports at module
-    level but never calls in these runs (0.5.23: ``build_draft_decode_metadata_cpu``; 0.5.4:
-    ``sgl_kernel.kvcacheio.*``, the ``sgl_kernel.allreduce`` op namespace) exist and raise
-    ``NotImplementedError`` when called. ``torch.ops.sgl_kernel.convert_weight_packed`` is deliberately
-    absent, so SGLang's ``cpu_has_amx_support()`` stays False and its AMX GEMM layer paths stay off.
+    level but never calls in these runs (0.5.23: ``build_draft_decode_metadata_cpu``; 0.5.4 and
+    0.5.10: ``sgl_kernel.kvcacheio.*``, unguarded in ``mem_cache/memory_pool_host.py`` up to 0.5.10,
+    behind ``is_cuda()/is_hip()`` by 0.5.17; 0.5.4: the ``sgl_kernel.allreduce`` op namespace) exist
+    and raise ``NotImplementedError`` when called. ``torch.ops.sgl_kernel.convert_weight_packed`` is
+    deliberately absent, so SGLang's ``cpu_has_amx_support()`` stays False and its AMX GEMM layer
+    paths stay off.
 
 CPU platform fact ``has_amx=True`` (SGLang >= 0.5.23, through ``override_platform``)
     EAGLE on CPU needs the ``intel_amx`` attention backend (``torch_native`` has no EAGLE support),
@@ -542,11 +544,12 @@ _IMPORT_ONLY: dict[str, tuple[str, ...]] = {
     "sgl_kernel": (
         "build_draft_decode_metadata_cpu",  # speculative_num_steps > 1 only
     ),
-    "sgl_kernel.kvcacheio": (  # SGLang <= 0.5.4 mem_cache/memory_pool_host.py (HiCache)
+    "sgl_kernel.kvcacheio": (  # SGLang <= 0.5.10 mem_cache/memory_pool_host.py (HiCache)
         "transfer_kv_all_layer", "transfer_kv_all_layer_direct_lf_pf", "transfer_kv_all_layer_lf_pf",
         "transfer_kv_all_layer_mla", "transfer_kv_all_layer_mla_lf_pf", "transfer_kv_direct",
         "transfer_kv_per_layer", "transfer_kv_per_layer_direct_pf_lf", "transfer_kv_per_layer_mla",
         "transfer_kv_per_layer_mla_pf_lf", "transfer_kv_per_layer_pf_lf",
+        "transfer_kv_all_layer_lf_ph", "transfer_kv_per_layer_ph_lf",  # added by 0.5.10
     ),
 }
 

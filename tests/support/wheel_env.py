@@ -17,10 +17,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def build_wheel(out_dir: Path) -> Path:
+    """The plugin wheel, in ``out_dir`` (copied there when CI already built it)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     given = os.environ.get("SGLANG_EAGLE_NCCL_TEST_WHEEL")
     if given:
-        return Path(given)
-    out_dir.mkdir(parents=True, exist_ok=True)
+        import shutil
+
+        return Path(shutil.copy2(given, out_dir))
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", str(REPO), "-w", str(out_dir)],
         check=True,

@@ -198,3 +198,22 @@ def test_json_errors_are_machine_readable(runner, clean_environ):
     assert data["findings"][0]["variable"] == "NCCL_BUFFSIZE"
     assert data["findings"][0]["value"] == "4M"
     assert "4194304" in data["findings"][0]["fix"]
+
+
+def test_env_command_prints_gate_profile_and_nccl_values(runner, clean_environ, tmp_path):
+    import json
+
+    from sglang_eagle_nccl.profile import Profile
+
+    result = runner.invoke(main, ["env", "--profile", "pcie-8gpu", "--format", "json", "--audit-dir", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    env = json.loads(result.output)
+    assert env["SGLANG_EAGLE_NCCL"] == "1" and env["NCCL_PROTO"] == "LL"
+    assert Profile.from_json(env["SGLANG_EAGLE_NCCL_PROFILE"]).env_dict()["NCCL_BUFFSIZE"] == "16777216"
+    assert (tmp_path / "a").is_dir() and env["SGLANG_EAGLE_NCCL_RUN_DIR"].startswith(str(tmp_path / "a"))
+    assert all(k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL")) for k in env)
+
+
+def test_env_command_refuses_bad_profile(runner, clean_environ):
+    result = runner.invoke(main, ["env", "--nccl-env", "NCCL_BUFFSIZE=4M"])
+    assert result.exit_code == 2 and "4194304" in result.output
