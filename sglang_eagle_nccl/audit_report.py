@@ -214,9 +214,11 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             if rec.get("writes"):
                 sglang_writes.extend(rec["writes"])
             flags = rec.get("server_flags", {})
-            tp, dp = flags.get("tp_size"), flags.get("dp_size")
+            tp, dp, pp, nnodes = (flags.get(k) for k in ("tp_size", "dp_size", "pp_size", "nnodes"))
             if isinstance(tp, int):
-                expected_schedulers = tp * (dp if isinstance(dp, int) and dp > 0 else 1)
+                total = tp * (dp if isinstance(dp, int) and dp > 0 else 1) * (pp if isinstance(pp, int) and pp > 0 else 1)
+                # Each node's launcher spawns (and audits) only its own share of the ranks.
+                expected_schedulers = max(1, total // (nnodes if isinstance(nnodes, int) and nnodes > 0 else 1))
         for rec in proc.events("env_restored"):
             for o in rec.get("overwrites", []):
                 if o.get("restored"):
@@ -323,7 +325,7 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
     rank_processes = [p for p in pverdicts if p.role.startswith(("scheduler", "preflight"))]
     if expected_schedulers is not None and len(schedulers) < expected_schedulers:
         problems.append(
-            f"expected {expected_schedulers} scheduler process(es) (tp_size x dp_size), found audit records from "
+            f"expected {expected_schedulers} scheduler process(es) on this node (tp x dp x pp / nnodes), found audit records from "
             f"{len(schedulers)}: a process ran without the plugin"
         )
     for p in rank_processes:

@@ -422,9 +422,13 @@ def install_cli_hooks() -> None:
 
 
 def activate_from_cli(
-    profiles: list[str], env_flags: list[str], *, audit_dir: str | None, allow_partial: bool
+    profiles: list[str], env_flags: list[str], *, audit_dir: str | None, allow_partial: bool,
+    node_rank: int | None = None,
 ) -> None:
     """The server CLI got --nccl-* flags: resolve, validate, activate; exit 2 on a bad profile."""
+    if node_rank is not None and not os.environ.get(_gate.ENV_NODE_RANK):
+        # --node-rank of this launcher selects [nodes.<rank>.env], here and in every child.
+        os.environ[_gate.ENV_NODE_RANK] = str(node_rank)
     from .findings import ProfileError
     from .patchsets import PatchSetError
     from .profile import resolve
@@ -461,7 +465,8 @@ def _reconfigure(profile: Any) -> None:
 
     with STATE.lock:
         old = STATE.profile
-        for name in old.process_env(STATE.node_rank) if old else {}:
+        old_rank, STATE.node_rank = STATE.node_rank, _node_rank()
+        for name in old.process_env(old_rank) if old else {}:
             if name not in profile.process_env(STATE.node_rank):
                 os.environ.pop(name, None)
         report = envmod.apply(profile.process_env(STATE.node_rank))

@@ -82,6 +82,15 @@ def run_hook(hook: Hook, original: Callable[..., Any], instance: Any, args: tupl
 
 def engine_env(original: Callable[..., Any], instance: Any, args: tuple, kwargs: dict, arguments: dict) -> Any:
     """Around ``_set_envs_and_config``: report SGLang's NCCL writes, restore the profile."""
+    server_args = arguments.get("server_args")
+    node_rank = getattr(server_args, "node_rank", None)
+    if isinstance(node_rank, int) and STATE.node_rank is None and (getattr(server_args, "nnodes", 1) or 1) > 1:
+        # Engine API on a multi-node launch: the node rank is known only now; it selects the
+        # profile's [nodes.<rank>.env] here and, through the environment, in every child.
+        from ._gate import ENV_NODE_RANK
+
+        STATE.node_rank = node_rank
+        os.environ[ENV_NODE_RANK] = str(node_rank)
     before = envmod.nccl_snapshot()
     result = original(*args, **kwargs)
     after = envmod.nccl_snapshot()
@@ -91,10 +100,9 @@ def engine_env(original: Callable[..., Any], instance: Any, args: tuple, kwargs:
     expected = _expected_process_env()
     keep = set(profile.policy.sglang_wins)
     overwrites = envmod.restore(expected, keep=keep)
-    server_args = arguments.get("server_args")
     flags = {
         name: getattr(server_args, name)
-        for name in ("enable_symm_mem", "enable_nccl_nvls", "enable_deterministic_inference", "tp_size", "dp_size")
+        for name in ("enable_symm_mem", "enable_nccl_nvls", "enable_deterministic_inference", "tp_size", "dp_size", "pp_size", "nnodes", "node_rank")
         if server_args is not None and hasattr(server_args, name)
     }
     audit(
@@ -416,7 +424,11 @@ def cli_capture(original: Callable[..., Any], instance: Any, args: tuple, kwargs
     if profiles or env_flags or audit_dir or allow_partial:
         from .bootstrap import activate_from_cli
 
-        activate_from_cli(profiles, env_flags, audit_dir=audit_dir, allow_partial=allow_partial)
+        node_rank = getattr(namespace, "node_rank", None)
+        activate_from_cli(
+            profiles, env_flags, audit_dir=audit_dir, allow_partial=allow_partial,
+            node_rank=node_rank if isinstance(node_rank, int) else None,
+        )
     return original(*args, **kwargs)
 
 
