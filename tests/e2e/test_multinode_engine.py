@@ -20,8 +20,8 @@ def _launchers(models, e2e_env, tmp_path, node_args: dict[int, list[str]], profi
         cmd = run.server_cmd(target, port=http_port + node, tp_size=2)
         cmd += ["--nnodes", "2", "--node-rank", str(node), "--dist-init-addr", f"127.0.0.1:{dist_port}",
                 "--nccl-profile", profile, "--nccl-audit-dir", str(tmp_path / f"audit{node}"), *node_args.get(node, [])]
-        # Each "node" owns one of this machine's cores (SGLang binds one rank per entry).
-        env = dict(e2e_env, SGLANG_CPU_OMP_THREADS_BIND=str(node % (os.cpu_count() or 1)), SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT="60")
+        # One binding entry per TP rank of the whole launch (SGLang <= 0.5.4 checks it against tp_size).
+        env = dict(e2e_env, SGLANG_CPU_OMP_THREADS_BIND=run.omp_threads_bind(2), SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT="60")
         logs[node] = tmp_path / f"node{node}.log"
         with open(logs[node], "w") as out:
             procs[node] = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
