@@ -29,22 +29,55 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def time_command(cmd: Sequence[str], env: dict[str, str], cwd: str | None = None) -> float:
+def run_measured(cmd: Sequence[str], env: dict[str, str], cwd: str | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child and its descendants) of one run."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
-def interleaved(variants: dict[str, tuple[Sequence[str], dict[str, str]]], repeat: int, warmup: int = 2) -> dict[str, list[float]]:
-    """Run the variants alternately (A B A B ...) so drift on the machine hits both equally."""
+def time_command(cmd: Sequence[str], env: dict[str, str], cwd: str | None = None) -> float:
+    return run_measured(cmd, env, cwd)[0]
+
+
+def interleaved(
+    variants: dict[str, tuple[Sequence[str], dict[str, str]]], repeat: int, warmup: int = 2, *, cpu: bool = False
+) -> dict[str, list[float]]:
+    """Run the variants alternately (A B A B ...) so drift on the machine hits both equally.
+
+    ``cpu=True`` records the children's CPU time instead of wall time: less sensitive to other
+    load on a small machine.
+    """
     for _ in range(warmup):
         for cmd, env in variants.values():
-            time_command(cmd, env)
+            run_measured(cmd, env)
     times: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(repeat):
         for name, (cmd, env) in variants.items():
-            times[name].append(time_command(cmd, env))
+            wall, used = run_measured(cmd, env)
+            times[name].append(used if cpu else wall)
     return times
+
+
+def instructions(cmd: Sequence[str], env: dict[str, str]) -> int | None:
+    """Instructions executed by ``cmd`` under valgrind's callgrind (deterministic), or None."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return None
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    return int(m.group(1)) if m else None
 
 
 def median(xs: Sequence[float]) -> float:

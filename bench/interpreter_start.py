@@ -15,7 +15,7 @@ import tempfile
 import venv
 from pathlib import Path
 
-from _common import REPO, clean_env, interleaved, machine, median
+from _common import REPO, clean_env, instructions, interleaved, machine, median
 
 
 def build(base: Path) -> dict[str, Path]:
@@ -44,11 +44,16 @@ def main() -> int:
         pythons = build(Path(d))
         env = clean_env()
         times = interleaved({k: ([str(p), "-c", "pass"], env) for k, p in pythons.items()}, args.repeat, warmup=5)
+        # Instruction counts do not depend on what else the machine is doing.
+        counts = {k: instructions([str(p), "-c", "pass"], env) for k, p in pythons.items()}
     result = {
         "benchmark": "interpreter start, plugin installed but not enabled",
         "median_without_ms": round(median(times["without"]) * 1000, 2),
         "median_with_ms": round(median(times["with"]) * 1000, 2),
         "ratio": round(median(times["with"]) / median(times["without"]), 4),
+        "instructions_without": counts["without"],
+        "instructions_with": counts["with"],
+        "instructions_ratio": round(counts["with"] / counts["without"], 4) if counts["without"] and counts["with"] else None,
         "goal": "<= 1.01",
         "repeat": args.repeat,
         "machine": machine(),

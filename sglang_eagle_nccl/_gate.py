@@ -2,10 +2,11 @@
 
 ``sglang_eagle_nccl.pth`` (installed at the root of site-packages) holds one line that every
 Python interpreter of the environment executes at start-up, multiprocessing ``spawn``
-children included. When the plugin is not enabled it costs one ``os.environ.get`` and a scan
-of the command line for ``--nccl`` / ``--help``; only when one of them hits is this module
-imported. This module imports nothing beyond ``os`` and ``sys`` (already loaded at start-up);
-the plugin proper (:mod:`sglang_eagle_nccl.bootstrap`) is imported only when enabled.
+children included. When the plugin is not enabled that line is one ``os.environ.get``; this
+module is imported only when ``SGLANG_EAGLE_NCCL`` is set, or by SGLang's own plugin loader
+(>= 0.5.11), which imports every installed plugin's entry point. It imports nothing beyond
+``os`` and ``sys``; the plugin proper (:mod:`sglang_eagle_nccl.bootstrap`) is imported only when
+enabled, or when SGLang's server CLI runs with ``--nccl-*`` flags or ``--help``.
 """
 
 from __future__ import annotations
@@ -82,8 +83,7 @@ def pth_entry() -> None:
 
 def start() -> None:
     """PEP 829 ``.start`` entry point (Python >= 3.15): same gate as the ``.pth`` line."""
-    argv = getattr(sys, "orig_argv", sys.argv)
-    if os.environ.get(ENV_ENABLE) or "--nccl" in str(argv) or "--help" in argv or "-h" in argv:
+    if os.environ.get(ENV_ENABLE):
         pth_entry()
 
 
@@ -96,6 +96,12 @@ def sglang_plugin() -> None:
     """
     state = sys.modules.get("sglang_eagle_nccl.state")
     if not is_enabled() and not (state is not None and state.STATE.active):
+        if wants_cli_flags(list(getattr(sys, "orig_argv", sys.argv))):
+            # SGLang's server CLI with --nccl-* or --help: add the launch flags through SGLang's
+            # HookRegistry (its plugin loader runs before the arguments are parsed).
+            from . import bootstrap
+
+            bootstrap.install_cli_hooks(mechanism="hook_registry")
         return
     from . import bootstrap
 

@@ -273,10 +273,12 @@ def _select() -> Any:
 
     if STATE.selection is not None:
         return STATE.selection
+    # The installed distribution's metadata is authoritative (it carries local tags such as
+    # +cu130); looking it up scans sys.path, so the package's own __version__ is only the
+    # fallback for a source checkout without metadata.
     try:
         installed = version("sglang")
     except PackageNotFoundError:
-        # Imported from a source checkout without metadata: read the package's own version.
         installed = getattr(sys.modules.get("sglang"), "__version__", None) or "0"
     selection = patchsets.select(installed)
     uncovered: list[dict[str, Any]] = []
@@ -408,8 +410,12 @@ def cli_hooks() -> list[Any]:
     return list(seen.values())
 
 
-def install_cli_hooks() -> None:
-    """Add --nccl-* to SGLang's server CLI in this process (wrapt; works on every version)."""
+def install_cli_hooks(mechanism: str = "wrapt") -> None:
+    """Add --nccl-* to SGLang's server CLI in this process.
+
+    ``wrapt`` from the ``.pth`` bootstrap (enabled processes, every SGLang version);
+    ``hook_registry`` from SGLang's plugin loader (>= 0.5.11, plugin not enabled by environment).
+    """
     from . import patching
     from .hooks import run_hook
 
@@ -418,7 +424,10 @@ def install_cli_hooks() -> None:
             return
         STATE.cli_hooks = True
         for hook in cli_hooks():
-            patching.install_wrapt(hook, run_hook, lambda *_: None)
+            if mechanism == "hook_registry":
+                patching.install_hook_registry(hook, run_hook, lambda *_: None)
+            else:
+                patching.install_wrapt(hook, run_hook, lambda *_: None)
 
 
 def activate_from_cli(
@@ -460,6 +469,24 @@ def activate_from_cli(
         raise SystemExit(2) from None
 
 
+def _remove_abandoned_launch(run_dir: str | None, own_file: str | None) -> None:
+    """Delete the launch directory this launcher created at start-up and is leaving now.
+
+    Only when it holds nothing but the launch description and this process's own records
+    (nothing has been spawned yet), so no other process's audit is ever removed.
+    """
+    from .audit import LAUNCH_META
+
+    if not run_dir or not os.path.isdir(run_dir):
+        return
+    allowed = {LAUNCH_META, os.path.basename(own_file or "")}
+    entries = set(os.listdir(run_dir))
+    if entries <= allowed:
+        for name in entries:
+            os.unlink(os.path.join(run_dir, name))
+        os.rmdir(run_dir)
+
+
 def _reconfigure(profile: Any) -> None:
     from . import environ as envmod
 
@@ -472,6 +499,19 @@ def _reconfigure(profile: Any) -> None:
         report = envmod.apply(profile.process_env(STATE.node_rank))
         os.environ[_gate.ENV_PROFILE] = profile.to_json()
         STATE.profile = profile
+        if profile.policy.audit_dir and STATE.role == "launcher":
+            # The flags name another audit root than the one chosen at interpreter start; nothing
+            # has been spawned yet, so the launch moves there.
+            from .audit import AuditWriter
+
+            old_dir = os.environ.pop(_gate.ENV_RUN_DIR, None)
+            run_dir = _prepare_run_dir(profile.policy.to_dict(), profile.to_dict())
+            if STATE.audit is not None:
+                STATE.audit.close()
+                _remove_abandoned_launch(old_dir, STATE.audit.file_path)
+            STATE.audit = AuditWriter(run_dir, required=profile.policy.audit_required, role=STATE.role)
+            STATE.audit.write("process_start", ppid=os.getppid(), origin="cli", profile=profile.name,
+                              expected_env=profile.process_env(STATE.node_rank), env=envmod.nccl_snapshot())
         if STATE.audit:
             STATE.audit.write("profile_replaced", profile=profile.name, applied=report.to_dict(), env=envmod.nccl_snapshot())
         log(f"profile '{profile.name}' from the command line replaces '{old.name if old else '-'}'")

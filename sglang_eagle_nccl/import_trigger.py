@@ -50,7 +50,14 @@ class _AfterImport:
         return spec
 
     def fire(self, name: str, module: Any) -> None:
-        for callback in self.callbacks.pop(name, []):
+        callbacks = self.callbacks.pop(name, [])
+        if not self.callbacks:
+            # Nothing left to watch: stop being consulted on every import of the process.
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                pass
+        for callback in callbacks:
             callback(module)
 
 

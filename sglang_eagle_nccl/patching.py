@@ -60,13 +60,23 @@ def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
 
 def bind(original: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
     """Arguments of a call by parameter name (``arg0``, ``arg1``... when it has no signature)."""
+    import inspect
+
+    func, lead = original, ()
+    if inspect.ismethod(original):
+        # Cache by the underlying function (stable), never by the bound method: a cache keyed
+        # by bound methods would keep every instance alive.
+        func, lead = original.__func__, (original.__self__,)
     try:
-        sig = _signature(original)
+        sig = _signature(func)
     except TypeError:  # unhashable callable
         sig = None
     if sig is not None:
         try:
-            return dict(sig.bind_partial(*args, **kwargs).arguments)
+            bound = dict(sig.bind_partial(*lead, *args, **kwargs).arguments)
+            if lead:
+                bound.pop(next(iter(sig.parameters)), None)
+            return bound
         except TypeError:
             pass
     # C functions (setproctitle) have no readable signature: positional arguments by index.
@@ -187,8 +197,9 @@ def _register(hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | 
         def around(original_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             if takes_instance:
                 instance, rest = args[0], args[1:]
-                original = functools.partial(original_fn, instance)
-                functools.update_wrapper(original, original_fn, updated=())
+                # A bound method, like the one wrapt passes: its signature no longer has self/cls,
+                # so arguments bind to the right parameter names.
+                original = original_fn.__get__(instance) if hasattr(original_fn, "__get__") else functools.partial(original_fn, instance)
                 return runner(hook, original, instance, rest, kwargs)
             return runner(hook, original_fn, None, args, kwargs)
 

@@ -140,7 +140,10 @@ def test_launch_flags_on_sglangs_own_cli(models, e2e_env, tmp_path):
         sys.executable, "-m", "sglang.launch_server", *_server_args(models), "--host", "127.0.0.1", "--port", str(port),
         "--nccl-profile", "pcie-8gpu", "--nccl-env", "NCCL_ALGO=Tree", "--nccl-audit-dir", str(audit_root),
     ]
-    _serve(cmd, e2e_env, port, tmp_path / "server.log")
+    native = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) >= (0, 5, 11)
+    # Before 0.5.11 SGLang has no plugin loader: the flags need the gate variable (README).
+    env = e2e_env if native else dict(e2e_env, SGLANG_EAGLE_NCCL="1")
+    _serve(cmd, env, port, tmp_path / "server.log")
     report = load_report(audit_root)
     _check_profile_everywhere(report, {**SEED, "NCCL_ALGO": "Tree"})
     _check_eagle(report)

@@ -22,6 +22,8 @@ def _launchers(models, e2e_env, tmp_path, node_args: dict[int, list[str]], profi
                 "--nccl-profile", profile, "--nccl-audit-dir", str(tmp_path / f"audit{node}"), *node_args.get(node, [])]
         # One binding entry per TP rank of the whole launch (SGLang <= 0.5.4 checks it against tp_size).
         env = dict(e2e_env, SGLANG_CPU_OMP_THREADS_BIND=run.omp_threads_bind(2), SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT="60")
+        if tuple(int(x) for x in run.installed_sglang_version().split(".")[:3] if x.isdigit()) < (0, 5, 11):
+            env["SGLANG_EAGLE_NCCL"] = "1"  # no plugin loader before 0.5.11: the flags need the gate
         logs[node] = tmp_path / f"node{node}.log"
         with open(logs[node], "w") as out:
             procs[node] = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

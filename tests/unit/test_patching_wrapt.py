@@ -146,3 +146,19 @@ def test_import_trigger_fires_once_per_callback_even_with_several_waiters(tmp_pa
     after_import(name, lambda m: seen.append(("c", m.VALUE)))  # already imported: at once
     assert seen[-1] == ("c", 42)
     sys.modules.pop(name, None)
+
+
+def test_bind_maps_positional_arguments_of_bound_methods_to_names():
+    class C:
+        def __init__(self, group_ranks, local_rank, backend, group_name=None):
+            pass
+
+        @classmethod
+        def from_cli_args(cls, args):
+            return args
+
+    c = C.__new__(C)
+    assert patching.bind(C.__init__.__get__(c), ([[0]], 0, "gloo"), {"group_name": "tp"}) == {
+        "group_ranks": [[0]], "local_rank": 0, "backend": "gloo", "group_name": "tp",
+    }
+    assert patching.bind(C.from_cli_args, ("ns",), {}) == {"args": "ns"}
