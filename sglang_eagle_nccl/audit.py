@@ -23,6 +23,7 @@ import time
 
 from . import _gate
 from ._json_light import dumps as _dumps
+from .errors import PluginStop
 
 TYPE_CHECKING = False  # typing/pathlib are not imported at interpreter start
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,7 +35,7 @@ FILE_SUFFIX = ".jsonl"
 LAUNCH_META = "launch.json"
 
 
-class AuditError(RuntimeError):
+class AuditError(PluginStop, RuntimeError):
     """The audit could not be written and the policy requires it."""
 
 

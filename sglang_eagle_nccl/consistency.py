@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from .errors import PluginStop
 from .names import ALLOWED_PREFIXES
 from .nccl_vars import rank_rule
 
 
-class ConsistencyError(RuntimeError):
+class ConsistencyError(PluginStop, RuntimeError):
     """Ranks of one group disagree on NCCL settings, or did not answer in time."""
 
 

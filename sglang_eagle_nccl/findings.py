@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from .errors import PluginStop
+
 Severity = Literal["error", "warning"]
 
 
@@ -47,7 +49,7 @@ def warning(variable: str, value: str | None, rule: str, fix: str) -> Finding:
     return Finding("warning", variable, value, rule, fix)
 
 
-class ProfileError(Exception):
+class ProfileError(PluginStop):
     """Raised when input cannot become a profile. Carries every error found, not just the first."""
 
     def __init__(self, findings: Iterable[Finding]):

@@ -24,13 +24,15 @@ from collections.abc import Callable
 from typing import Any
 
 from . import environ as envmod
-from .consistency import ConsistencyError, check_group, format_error
-from .findings import ProfileError
+from .errors import PluginStop
 from .patching import bind
-from .patchsets import Hook, PatchSetError
 from .state import STATE, current_group_var
 
-DELIBERATE = (ConsistencyError, ProfileError, PatchSetError, SystemExit, KeyboardInterrupt)
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from .patchsets import Hook
+
+DELIBERATE = (PluginStop, SystemExit, KeyboardInterrupt)
 
 
 def log(message: str) -> None:
@@ -168,6 +170,10 @@ def _backend_name(group: Any) -> str | None:
 
 
 def _consistency(group_name: str, cpu_group: Any, env: dict[str, str]) -> None:
+    # Imported on first use: hashlib/json/threading are not needed to install the hooks.
+    from . import consistency
+    from .consistency import ConsistencyError, format_error
+
     profile = STATE.profile
     assert profile is not None
     mode = profile.policy.consistency
@@ -182,7 +188,7 @@ def _consistency(group_name: str, cpu_group: Any, env: dict[str, str]) -> None:
 
         if not isinstance(cpu_group, dist.ProcessGroup):
             return  # a StatelessProcessGroup (no torch collectives to use)
-        result = check_group(cpu_group, group_name, env, timeout_s=profile.policy.consistency_timeout_s)
+        result = consistency.check_group(cpu_group, group_name, env, timeout_s=profile.policy.consistency_timeout_s)
     except ConsistencyError as exc:
         audit("consistency_failed", group=group_name, error=str(exc))
         log(f"group '{group_name}': {exc}")

@@ -20,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ._toml import loads as toml_loads
+from .errors import PluginStop
 
 HookKind = Literal["before", "after", "around"]
 Mechanism = Literal["hook_registry", "wrapt"]
@@ -31,7 +32,7 @@ class ManifestError(ValueError):
     """A patch manifest is malformed (a bug in the shipped data, caught by the tests)."""
 
 
-class PatchSetError(RuntimeError):
+class PatchSetError(PluginStop, RuntimeError):
     """The installed SGLang cannot be served: unsupported version or required targets missing."""
 
     def __init__(self, message: str, missing: Sequence[TargetCheck] = ()):

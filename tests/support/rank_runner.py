@@ -28,7 +28,7 @@ def free_port() -> int:
 def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_check: str | None, q: Any) -> None:
     os.environ.update(extra_env)
     try:
-        from sglang_eagle_nccl import bootstrap, hooks
+        from sglang_eagle_nccl import bootstrap, consistency
         from sglang_eagle_nccl.state import STATE
 
         bootstrap.activate(origin="test-rank")
@@ -38,14 +38,14 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
             STATE.audit.role = STATE.role
             STATE.audit.write("process_role", title=f"sglang::scheduler_TP{rank}")
         if die_in_check:
-            original = hooks.check_group
+            original = consistency.check_group
 
             def dying(cpu_group, group_name, env, **kw):
                 if group_name == die_in_check:
                     os.kill(os.getpid(), signal.SIGKILL)
                 return original(cpu_group, group_name, env, **kw)
 
-            hooks.check_group = dying
+            consistency.check_group = dying
         from sglang_eagle_nccl.sglang_init import init_groups
 
         start = time.monotonic()
