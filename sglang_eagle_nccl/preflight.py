@@ -182,7 +182,11 @@ def run_preflight(
     else:
         host, port = "127.0.0.1", _free_port()
     init_method = f"tcp://{host}:{port}"
-    run_dir = new_launch_dir(profile.policy.audit_dir)
+    try:
+        run_dir = new_launch_dir(profile.policy.audit_dir)
+    except (OSError, RuntimeError) as exc:
+        # The audit is what preflight produces: without a place to write it, stop here.
+        raise PreflightError(f"cannot create the audit directory ({exc}); pass --audit-dir to a writable directory") from None
     write_launch_meta(run_dir, {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl preflight", "tp_size": tp_size, "nnodes": nnodes, "node_rank": node_rank})
 
     # Children inherit the environment at start(): the serialised profile, the run directory,

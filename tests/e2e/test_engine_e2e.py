@@ -255,3 +255,25 @@ def test_eagle_draft_and_verify_reuse_the_tp_group(models, e2e_env, tmp_path):
     _check_eagle(report)
     workers = {e["worker"] for e in report.eagle}
     assert workers and all("EAGLE" in w.upper() for w in workers), workers
+
+
+def test_unwritable_audit_dir_is_loud_not_fatal(models, e2e_env, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the audit directory should be")
+    env = dict(e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(blocker / "audit"))
+    output, stderr = _engine(models, env, tmp_path)
+    assert len(output) == 6  # the engine served
+    assert "cannot create the audit directory" in stderr and "continuing without audit" in stderr
+
+
+def test_unwritable_audit_dir_stops_the_launch_when_required(models, e2e_env, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    target, _ = models
+    script = tmp_path / "engine_script.py"
+    script.write_text(ENGINE_SCRIPT)
+    env = dict(e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(blocker / "audit"), SGLANG_EAGLE_NCCL_AUDIT_REQUIRED="1")
+    proc = subprocess.run([sys.executable, str(script), json.dumps(run.engine_kwargs(target, tp_size=2))], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "audit_required is set" in proc.stderr
+    assert "ENGINE_OUTPUT" not in proc.stdout

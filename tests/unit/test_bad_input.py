@@ -217,3 +217,24 @@ def test_env_command_prints_gate_profile_and_nccl_values(runner, clean_environ, 
 def test_env_command_refuses_bad_profile(runner, clean_environ):
     result = runner.invoke(main, ["env", "--nccl-env", "NCCL_BUFFSIZE=4M"])
     assert result.exit_code == 2 and "4194304" in result.output
+
+
+def test_doctor_reads_nccl_conf_files_with_nccl_precedence(runner, clean_environ, tmp_path, monkeypatch):
+    import json
+
+    conf = tmp_path / "nccl.conf"
+    conf.write_text("NCCL_PROTO=Simple\nNCCL_SOCKET_IFNAME=eth9\n#NCCL_ALGO=Tree\nNCCL_DEBUG = INFO\n")
+    monkeypatch.setenv("NCCL_CONF_FILE", str(conf))
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "lo")
+    result = runner.invoke(main, ["doctor", "--json", "--profile", "pcie-8gpu"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    (cf,) = [c for c in data["conf_files"] if c["role"] == "NCCL_CONF_FILE"]
+    assert cf["values"]["NCCL_PROTO"] == "Simple"
+    eff = {r["name"]: r for r in data["effective"]}
+    assert eff["NCCL_PROTO"]["value"] == "LL" and eff["NCCL_PROTO"]["source"] == "profile"
+    assert "NCCL_CONF_FILE" in eff["NCCL_PROTO"]["overrides"] or str(conf) in eff["NCCL_PROTO"]["overrides"]
+    assert eff["NCCL_SOCKET_IFNAME"] == {"name": "NCCL_SOCKET_IFNAME", "value": "lo", "source": "environment"}  # env beats conf file
+    problems = " ".join(data["problems"])
+    assert "comments are skipped only by NCCL >= 2.26" in problems
+    assert "spaces around '='" in problems
