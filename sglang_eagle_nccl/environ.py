@@ -94,6 +94,20 @@ def apply(desired: Mapping[str, str], environ: MutableMapping[str, str] | None =
     return ApplyReport(tuple(Change(n, b, a) for n, b, a in write_env(dict(desired), env)))
 
 
+def put_back(saved: Mapping[str, str | None], environ: MutableMapping[str, str] | None = None) -> None:
+    """Return variables to the values recorded in ``saved`` (None: the variable was unset).
+
+    Used after temporarily changing the environment (per-group overrides while a group is built,
+    the environment preflight hands its ranks at ``start()``); it only ever restores.
+    """
+    env = os.environ if environ is None else environ
+    for name, value in saved.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+
+
 def diff(before: Mapping[str, str], after: Mapping[str, str]) -> list[Change]:
     """Every NCCL variable that differs between two snapshots (what a third party wrote)."""
     names = sorted(set(before) | set(after))

@@ -232,11 +232,7 @@ def group_created(original: Callable[..., Any], instance: Any, args: tuple, kwar
         _consistency(name, getattr(instance, "cpu_group", None), env_at_creation)
     finally:
         current_group_var().reset(token)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        envmod.put_back(saved)
     backend = arguments.get("torch_distributed_backend")
     device_backend = _backend_name(getattr(instance, "device_group", None))
     nccl_device = "nccl" in str(device_backend or backend or "").lower()

@@ -459,7 +459,7 @@ def check_debug_file(name: str, value: str) -> list[Finding]:
             error(
                 name, value,
                 "NCCL does not expand '~' in NCCL_DEBUG_FILE (the file would be created in a directory named '~')",
-                "write an absolute path such as /tmp/nccl.%h.%p.log",
+                "write an absolute path such as <log dir>/nccl.%h.%p.log",
             )
         ]
     findings: list[Finding] = []
@@ -479,7 +479,7 @@ def check_debug_file(name: str, value: str) -> list[Finding]:
                 name, value,
                 "without %p every process of a host opens the same file with mode 'w' and truncates "
                 "the others' output",
-                f"add %p, e.g. {name}=/tmp/nccl.%h.%p.log",
+                f"add %p, e.g. {name}=<log dir>/nccl.%h.%p.log",
             )
         )
     if not value.startswith("/"):

@@ -21,6 +21,7 @@ from . import _gate
 from .audit import new_launch_dir, write_launch_meta
 from .audit_report import MARK, Report, format_text, load_report
 from .bootstrap import ENV_ROOT_PID
+from .environ import put_back
 
 
 class PreflightError(RuntimeError):
@@ -222,11 +223,7 @@ def run_preflight(
             p.start()
             procs.append((rank, p))
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        put_back(saved)
     outcomes: dict[int, RankOutcome] = {}
     deadline = start + timeout
     first_failure: float | None = None

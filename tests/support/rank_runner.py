@@ -85,6 +85,8 @@ def run_ranks(
     timeout: float = 240.0,
 ) -> dict[int, dict[str, Any]]:
     """Spawn ``world`` ranks; return each rank's report (ranks that died report nothing)."""
+    from sglang_eagle_nccl.environ import put_back
+
     per_rank_env = per_rank_env or {}
     saved = {k: os.environ.get(k) for k in base_env}
     os.environ.update(base_env)
@@ -99,11 +101,7 @@ def run_ranks(
             p.start()
             procs.append(p)
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        put_back(saved)
     results: dict[int, dict[str, Any]] = {}
     deadline = time.monotonic() + timeout
     expected = world - (1 if die_in_check else 0)
