@@ -39,7 +39,7 @@ CHILD = textwrap.dedent(
         pass
     import wrapt, packaging.version, importlib.metadata
     t0 = time.perf_counter()
-    from sglang_eagle_nccl import bootstrap
+    from sglang_eagle_nccl.runtime import bootstrap
     bootstrap.activate(origin="bench")  # SGLang is imported: selection and wrapt hooks happen here
     bootstrap.install_patches(from_entry_point=True)
     try:
@@ -47,7 +47,7 @@ CHILD = textwrap.dedent(
         HookRegistry.apply_hooks()
     except ImportError:
         pass
-    from sglang_eagle_nccl.patching import STATE as P
+    from sglang_eagle_nccl.runtime.patching import STATE as P
     assert P.installed, "no hook installed"
     print(json.dumps({"hooks_ms": (time.perf_counter() - t0) * 1000, "installed": len(P.installed)}))
     """
@@ -63,7 +63,7 @@ def main() -> int:
     args = ap.parse_args()
     python = venv_python(args.sglang)
     sys.path.insert(0, str(REPO))
-    from sglang_eagle_nccl.profile import resolve
+    from sglang_eagle_nccl.profile.resolve import resolve
 
     result: dict[str, object] = {"benchmark": f"activation cost (SGLang {args.sglang}, its import excluded)", "goal": "<= 5 ms"}
     with tempfile.TemporaryDirectory() as d:

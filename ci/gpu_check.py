@@ -555,7 +555,7 @@ def judge_nccl(
     nccl_dir: str = "",
 ) -> dict[str, Any]:
     """Judge one step from the plugin's audit (``audit --nccl-debug-dir --json``) and the parsed
-    NCCL debug files (``python -m sglang_eagle_nccl.nccl_debug DIR``). Pure.
+    NCCL debug files (``python -m sglang_eagle_nccl.nccl.debug_log DIR``). Pure.
 
     Returns {"problems", "notes", "processes"}: one entry per process NCCL ran in, with the profile
     variables NCCL confirmed, those it did not report, and every disagreement."""
@@ -674,7 +674,7 @@ class Context:
 
     def cli(self, *args: str) -> list[str]:
         # ``-m ...cli`` rather than the console script: an install with --target has no bin/ entry.
-        return [self.python, "-m", "sglang_eagle_nccl.cli", *args]
+        return [self.python, "-m", "sglang_eagle_nccl.cli.main", *args]
 
 
 def resolve_profile(ctx: Context, step: Step) -> None:
@@ -723,7 +723,7 @@ def audit_and_parse(ctx: Context, name: str, audit_root: Path, nccl_dir: Path) -
                  timeout=ctx.timeout(120), log=logs_dir / f"{name}-audit.txt")
     logs: list[dict[str, Any]] = []
     if any(p.is_file() for p in nccl_dir.glob("*")):
-        rc, parsed, err = run_json([ctx.python, "-m", "sglang_eagle_nccl.nccl_debug", str(nccl_dir)], env=ctx.env,
+        rc, parsed, err = run_json([ctx.python, "-m", "sglang_eagle_nccl.nccl.debug_log", str(nccl_dir)], env=ctx.env,
                                    timeout=ctx.timeout(120))
         if isinstance(parsed, list):
             logs = parsed

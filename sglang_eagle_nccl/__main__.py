@@ -1,5 +1,5 @@
 """``python -m sglang_eagle_nccl`` = the ``sglang-eagle-nccl`` command (for --target installs)."""
 
-from .cli import main
+from sglang_eagle_nccl.cli.main import main
 
 main()

@@ -1,11 +1,11 @@
-"""The gate between interpreter start and the plugin, and the plugin's environment variable names.
+"""The gate between interpreter start and the plugin.
 
 ``sglang_eagle_nccl.pth`` (installed at the root of site-packages) holds one line that every
 Python interpreter of the environment executes at start-up, multiprocessing ``spawn``
 children included. When the plugin is not enabled that line is one ``os.environ.get``; this
 module is imported only when ``SGLANG_EAGLE_NCCL`` is set, or by SGLang's own plugin loader
 (>= 0.5.11), which imports every installed plugin's entry point. It imports nothing beyond
-``os`` and ``sys``; the plugin proper (:mod:`sglang_eagle_nccl.bootstrap`) is imported only when
+``os`` and ``sys``; the plugin proper (:mod:`sglang_eagle_nccl.runtime.bootstrap`) is imported only when
 enabled, or when SGLang's server CLI runs with ``--nccl-*`` flags or ``--help``.
 """
 
@@ -14,38 +14,9 @@ from __future__ import annotations
 import os
 import sys
 
-# Set by the user (or by the plugin for the processes SGLang spawns): a built-in profile name,
-# a TOML file, or a bare "1"/"on" meaning "enabled with the other variables below".
-ENV_ENABLE = "SGLANG_EAGLE_NCCL"
-# The resolved profile as one JSON string, written by the first process that resolved it so
-# that every spawned process re-creates exactly the same profile without re-reading files.
-ENV_PROFILE = "SGLANG_EAGLE_NCCL_PROFILE"
-# Extra KEY=VALUE settings (whitespace separated), like repeated --nccl-env flags.
-ENV_ENV = "SGLANG_EAGLE_NCCL_ENV"
-ENV_AUDIT_DIR = "SGLANG_EAGLE_NCCL_AUDIT_DIR"
-# The audit directory of this launch (one sub-directory per launch), written by the launcher.
-ENV_RUN_DIR = "SGLANG_EAGLE_NCCL_RUN_DIR"
-ENV_ALLOW_PARTIAL = "SGLANG_EAGLE_NCCL_ALLOW_PARTIAL"
-ENV_ALLOW_UNKNOWN = "SGLANG_EAGLE_NCCL_ALLOW_UNKNOWN"
-ENV_AUDIT_REQUIRED = "SGLANG_EAGLE_NCCL_AUDIT_REQUIRED"
-ENV_SGLANG_WINS = "SGLANG_EAGLE_NCCL_SGLANG_WINS"
-ENV_NCCL_VERSION = "SGLANG_EAGLE_NCCL_NCCL_VERSION"
-ENV_CONSISTENCY = "SGLANG_EAGLE_NCCL_CONSISTENCY"
-ENV_CONSISTENCY_TIMEOUT = "SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT"
-ENV_MECHANISM = "SGLANG_EAGLE_NCCL_MECHANISM"
-# Node rank of this launcher in a multi-node launch (selects [nodes.<rank>.env]).
-ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
-
-ENABLE_WORDS = frozenset({"1", "on", "true", "yes", "enable", "enabled"})
-DISABLE_WORDS = frozenset({"", "0", "off", "false", "no", "disable", "disabled"})
+from sglang_eagle_nccl.names import ENV_ENABLE, is_enabled
 
 OWN_COMMAND = "sglang-eagle-nccl"
-
-
-def is_enabled(environ: object = None) -> bool:
-    env = os.environ if environ is None else environ
-    value = env.get(ENV_ENABLE)  # type: ignore[attr-defined]
-    return value is not None and value.strip().lower() not in DISABLE_WORDS
 
 
 def wants_cli_flags(argv: list[str]) -> bool:
@@ -76,7 +47,7 @@ def pth_entry() -> None:
     cli = wants_cli_flags(argv)
     if not (enabled or cli):
         return
-    from . import bootstrap
+    from sglang_eagle_nccl.runtime import bootstrap
 
     bootstrap.interpreter_start(enabled=enabled, cli_flags=cli)
 
@@ -94,15 +65,15 @@ def sglang_plugin() -> None:
     enabled or not; this tiny module is that import, and the plugin proper is imported only
     when the gate is set (or the CLI flags already activated it in this process).
     """
-    state = sys.modules.get("sglang_eagle_nccl.state")
+    state = sys.modules.get("sglang_eagle_nccl.runtime.state")
     if not is_enabled() and not (state is not None and state.STATE.active):
         if wants_cli_flags(list(getattr(sys, "orig_argv", sys.argv))):
             # SGLang's server CLI with --nccl-* or --help: add the launch flags through SGLang's
             # HookRegistry (its plugin loader runs before the arguments are parsed).
-            from . import bootstrap
+            from sglang_eagle_nccl.runtime import bootstrap
 
             bootstrap.install_cli_hooks(mechanism="hook_registry")
         return
-    from . import bootstrap
+    from sglang_eagle_nccl.runtime import bootstrap
 
     bootstrap.sglang_plugin()

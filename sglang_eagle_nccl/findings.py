@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from .errors import PluginStop
+from sglang_eagle_nccl.errors import PluginStop
 
 Severity = Literal["error", "warning"]
 

@@ -1,9 +1,52 @@
-"""The one rule every writer obeys: only ``NCCL_*`` and ``TORCH_NCCL_*`` variables.
+"""Names: the plugin's own environment variables, and the one rule every writer obeys (only
+``NCCL_*`` and ``TORCH_NCCL_*`` variables are ever set).
 
-Kept free of imports: it runs at interpreter start in every process of an enabled launch.
+Kept free of imports: the ``.pth`` gate and every process of an enabled launch import it at
+interpreter start.
 """
 
 from __future__ import annotations
+
+# Set by the user (or by the plugin for the processes SGLang spawns): a built-in profile name,
+# a TOML file, or a bare "1"/"on" meaning "enabled with the other variables below".
+ENV_ENABLE = "SGLANG_EAGLE_NCCL"
+# The resolved profile as one JSON string, written by the first process that resolved it so
+# that every spawned process re-creates exactly the same profile without re-reading files.
+ENV_PROFILE = "SGLANG_EAGLE_NCCL_PROFILE"
+# Extra KEY=VALUE settings (whitespace separated), like repeated --nccl-env flags.
+ENV_ENV = "SGLANG_EAGLE_NCCL_ENV"
+ENV_AUDIT_DIR = "SGLANG_EAGLE_NCCL_AUDIT_DIR"
+# The audit directory of this launch (one sub-directory per launch), written by the launcher.
+ENV_RUN_DIR = "SGLANG_EAGLE_NCCL_RUN_DIR"
+ENV_ALLOW_PARTIAL = "SGLANG_EAGLE_NCCL_ALLOW_PARTIAL"
+ENV_ALLOW_UNKNOWN = "SGLANG_EAGLE_NCCL_ALLOW_UNKNOWN"
+ENV_AUDIT_REQUIRED = "SGLANG_EAGLE_NCCL_AUDIT_REQUIRED"
+ENV_SGLANG_WINS = "SGLANG_EAGLE_NCCL_SGLANG_WINS"
+ENV_NCCL_VERSION = "SGLANG_EAGLE_NCCL_NCCL_VERSION"
+ENV_CONSISTENCY = "SGLANG_EAGLE_NCCL_CONSISTENCY"
+ENV_CONSISTENCY_TIMEOUT = "SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT"
+ENV_MECHANISM = "SGLANG_EAGLE_NCCL_MECHANISM"
+# Node rank of this launcher in a multi-node launch (selects [nodes.<rank>.env]).
+ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
+
+ENABLE_WORDS = frozenset({"1", "on", "true", "yes", "enable", "enabled"})
+DISABLE_WORDS = frozenset({"", "0", "off", "false", "no", "disable", "disabled"})
+
+
+
+# Set by the root process of a launch for its descendants: a process that finds it is not the
+# launcher (it inherits the launcher's decisions instead of making them).
+ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
+
+def is_enabled(environ: object = None) -> bool:
+    """True when ``SGLANG_EAGLE_NCCL`` is set to anything but an off word."""
+    import os
+
+    env = os.environ if environ is None else environ
+    value = env.get(ENV_ENABLE)  # type: ignore[attr-defined]
+    return value is not None and value.strip().lower() not in DISABLE_WORDS
+
+
 
 ALLOWED_PREFIXES = ("NCCL_", "TORCH_NCCL_")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")

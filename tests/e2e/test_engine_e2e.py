@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.audit_report import Report, load_report, read_launch
-from sglang_eagle_nccl.profile import resolve
+from sglang_eagle_nccl.audit.report import Report, load_report, read_launch
+from sglang_eagle_nccl.profile.resolve import resolve
 from support import sglang_cpu_run as run
 
 SGLANG_VERSION = run.installed_sglang_version()

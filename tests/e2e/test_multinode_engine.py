@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from sglang_eagle_nccl.audit_report import load_report, read_launch
+from sglang_eagle_nccl.audit.report import load_report, read_launch
 from support import sglang_cpu_run as run
 
 

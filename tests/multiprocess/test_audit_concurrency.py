@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 
-from sglang_eagle_nccl.audit import AuditWriter, new_launch_dir
+from sglang_eagle_nccl.audit.writer import AuditWriter, new_launch_dir
 
 RECORDS = 300
 

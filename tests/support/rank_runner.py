@@ -28,8 +28,9 @@ def free_port() -> int:
 def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_check: str | None, q: Any) -> None:
     os.environ.update(extra_env)
     try:
-        from sglang_eagle_nccl import bootstrap, consistency
-        from sglang_eagle_nccl.state import STATE
+        from sglang_eagle_nccl.audit import consistency
+        from sglang_eagle_nccl.runtime import bootstrap
+        from sglang_eagle_nccl.runtime.state import STATE
 
         bootstrap.activate(origin="test-rank")
         bootstrap.ensure_hooks()
@@ -46,7 +47,7 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
                 return original(cpu_group, group_name, env, **kw)
 
             consistency.check_group = dying
-        from sglang_eagle_nccl.sglang_init import init_groups
+        from sglang_eagle_nccl.launchers.sglang_init import init_groups
 
         start = time.monotonic()
         init_groups(
@@ -60,10 +61,10 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
 
 def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
     """What a launcher hands its children: the serialised profile, one launch directory."""
-    from sglang_eagle_nccl import _gate
-    from sglang_eagle_nccl.audit import new_launch_dir, write_launch_meta
-    from sglang_eagle_nccl.bootstrap import ENV_ROOT_PID
-    from sglang_eagle_nccl.profile import resolve
+    from sglang_eagle_nccl import names as _gate
+    from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
+    from sglang_eagle_nccl.names import ENV_ROOT_PID
+    from sglang_eagle_nccl.profile.resolve import resolve
 
     profile = resolve([profile_spec], use_environ=False, policy_flags=policy).profile
     run_dir = new_launch_dir(audit_root)
@@ -85,7 +86,7 @@ def run_ranks(
     timeout: float = 240.0,
 ) -> dict[int, dict[str, Any]]:
     """Spawn ``world`` ranks; return each rank's report (ranks that died report nothing)."""
-    from sglang_eagle_nccl.environ import put_back
+    from sglang_eagle_nccl.runtime.environ import put_back
 
     per_rank_env = per_rank_env or {}
     saved = {k: os.environ.get(k) for k in base_env}

@@ -11,7 +11,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from sglang_eagle_nccl.cli import main
+from sglang_eagle_nccl.cli.main import main
 
 # (--nccl-env item, variable named, value shown, fragment of the fix)
 ENV_CASES = [
@@ -203,7 +203,7 @@ def test_json_errors_are_machine_readable(runner, clean_environ):
 def test_env_command_prints_gate_profile_and_nccl_values(runner, clean_environ, tmp_path):
     import json
 
-    from sglang_eagle_nccl.profile import Profile
+    from sglang_eagle_nccl.profile.model import Profile
 
     result = runner.invoke(main, ["env", "--profile", "pcie-8gpu", "--format", "json", "--audit-dir", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sglang_eagle_nccl.cli import main
+from sglang_eagle_nccl.cli.main import main
 
 MODULES = {
     "sglang/__init__.py": "__version__ = '0.9.0'\n",
@@ -67,8 +67,8 @@ def _activate(site: Path, tmp_path: Path, allow_partial: bool) -> subprocess.Com
         f"""
         import sys
         sys.path.insert(0, {str(site)!r})
-        from sglang_eagle_nccl import bootstrap
-        from sglang_eagle_nccl.profile import resolve
+        from sglang_eagle_nccl.runtime import bootstrap
+        from sglang_eagle_nccl.profile.resolve import resolve
         profile = resolve(["pcie-8gpu"], use_environ=False, policy_flags={{"allow_partial": {allow_partial}, "audit_dir": {str(tmp_path / 'audit')!r}, "mechanism": "wrapt"}}).profile
         bootstrap.activate(profile, origin="test")
         import sglang.srt.distributed.parallel_state as ps   # triggers patch-set selection
@@ -98,7 +98,7 @@ def test_allow_partial_runs_and_audit_marks_uncovered(fake_site, tmp_path):
     assert any(u["target"].endswith("_set_envs_and_config") for u in patch["uncovered"])
     # the hooks that do exist were installed and ran
     assert any(r["event"] == "group_created" and r["group"] == "tp" for r in records)
-    from sglang_eagle_nccl.audit_report import load_report
+    from sglang_eagle_nccl.audit.report import load_report
 
     report = load_report(launch)
     notes = [n for p in report.processes for n in p.notes]

@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
-from sglang_eagle_nccl import patchsets
-from sglang_eagle_nccl.hooks import HANDLERS
+from sglang_eagle_nccl.runtime import patchsets
+from sglang_eagle_nccl.runtime.hooks import HANDLERS
 
 
 @pytest.mark.parametrize(

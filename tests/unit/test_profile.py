@@ -8,9 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl import nccl_vars
 from sglang_eagle_nccl.findings import ProfileError
-from sglang_eagle_nccl.profile import Policy, Profile, builtin_names, resolve, split_env_string
+from sglang_eagle_nccl.nccl import variables as nccl_vars
+from sglang_eagle_nccl.profile.model import Profile
+from sglang_eagle_nccl.profile.policy import Policy
+from sglang_eagle_nccl.profile.resolve import resolve
+from sglang_eagle_nccl.profile.sources import builtin_names, split_env_string
 
 SEED = {
     "NCCL_PROTO": "LL",

@@ -8,9 +8,10 @@ import stat
 
 import pytest
 
-from sglang_eagle_nccl.audit import AuditWriter, new_launch_dir
+from sglang_eagle_nccl.audit.writer import AuditWriter, new_launch_dir
 from sglang_eagle_nccl.findings import ProfileError
-from sglang_eagle_nccl.profile import Profile, resolve
+from sglang_eagle_nccl.profile.model import Profile
+from sglang_eagle_nccl.profile.resolve import resolve
 
 FORBIDDEN = ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH", "PYTHONPATH", "PYTHONSTARTUP", "CUDA_VISIBLE_DEVICES", "SGLANG_NCCL_SO_PATH", "NCCL", "NCCL_", "TORCH_NCCL", "nccl_debug", "NCCL_DEBUG\nLD_PRELOAD"]
 

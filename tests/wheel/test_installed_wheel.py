@@ -19,8 +19,8 @@ PROBE = textwrap.dedent(
     def report():
         from importlib import util
         state = None
-        if "sglang_eagle_nccl.state" in sys.modules:
-            s = sys.modules["sglang_eagle_nccl.state"].STATE
+        if "sglang_eagle_nccl.runtime.state" in sys.modules:
+            s = sys.modules["sglang_eagle_nccl.runtime.state"].STATE
             state = {"active": s.active, "origin": s.origin, "role": s.role}
         return {
             "pid": os.getpid(),

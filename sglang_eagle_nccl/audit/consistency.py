@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from .errors import PluginStop
-from .names import ALLOWED_PREFIXES
-from .nccl_vars import rank_rule
+from sglang_eagle_nccl.errors import PluginStop
+from sglang_eagle_nccl.names import ALLOWED_PREFIXES
+from sglang_eagle_nccl.nccl.variables import rank_rule
 
 
 class ConsistencyError(PluginStop, RuntimeError):

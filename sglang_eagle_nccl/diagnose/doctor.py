@@ -16,8 +16,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from . import __version__, patchsets
-from .environ import nccl_snapshot
+from sglang_eagle_nccl import __version__
+from sglang_eagle_nccl.runtime import patchsets
+from sglang_eagle_nccl.runtime.environ import nccl_snapshot
 
 
 def package_version(name: str) -> str | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .audit import FILE_PREFIX, FILE_SUFFIX, LAUNCH_META
+from sglang_eagle_nccl.audit.writer import FILE_PREFIX, FILE_SUFFIX, LAUNCH_META
 
 Verdict = Literal["ok", "warn", "fail"]
 MARK = {"ok": "✓", "warn": "⚠", "fail": "✗"}
@@ -164,7 +164,7 @@ def _differences(expected: Mapping[str, str], actual: Mapping[str, str], skip: I
 
 
 def _process_cached(name: str) -> bool:
-    from .nccl_vars import scope_of
+    from sglang_eagle_nccl.nccl.variables import scope_of
 
     return scope_of(name) == "process"
 

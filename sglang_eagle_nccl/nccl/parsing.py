@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from .findings import Finding, error, warning
+from sglang_eagle_nccl.findings import Finding, error, warning
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _gate
-from .audit import new_launch_dir, write_launch_meta
-from .bootstrap import ENV_ROOT_PID
-from .profile import Profile
+from sglang_eagle_nccl import names
+from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
+from sglang_eagle_nccl.names import ENV_ROOT_PID
+from sglang_eagle_nccl.profile.model import Profile
 
 
 @dataclass(frozen=True)
@@ -54,12 +54,12 @@ def plan_launch(profile: Profile, server_args: Sequence[str], *, python: str | N
             raise
         print(f"[sglang-eagle-nccl] WARNING: cannot create the audit directory ({exc}); continuing without audit", file=sys.stderr)
     env = dict(profile.process_env(node_rank))
-    env[_gate.ENV_ENABLE] = profile.name if "/" not in profile.name else "1"
-    env[_gate.ENV_PROFILE] = profile.to_json()
+    env[names.ENV_ENABLE] = profile.name if "/" not in profile.name else "1"
+    env[names.ENV_PROFILE] = profile.to_json()
     if run_dir is not None:
-        env[_gate.ENV_RUN_DIR] = str(run_dir)
+        env[names.ENV_RUN_DIR] = str(run_dir)
     if node_rank is not None:
-        env[_gate.ENV_NODE_RANK] = str(node_rank)
+        env[names.ENV_NODE_RANK] = str(node_rank)
     argv = [python or sys.executable, "-m", "sglang.launch_server", *server_args]
     return LaunchPlan(argv, env, run_dir, node_rank)
 
@@ -82,7 +82,7 @@ def run(plan: LaunchPlan, *, summary: bool = True) -> int:
         for s, h in previous.items():
             signal.signal(s, h)
     if summary and plan.run_dir is not None:
-        from .audit_report import MARK, load_report
+        from sglang_eagle_nccl.audit.report import MARK, load_report
 
         try:
             report = load_report(plan.run_dir)

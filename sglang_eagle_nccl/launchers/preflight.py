@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _gate
-from .audit import new_launch_dir, write_launch_meta
-from .audit_report import MARK, Report, format_text, load_report
-from .bootstrap import ENV_ROOT_PID
-from .environ import put_back
+from sglang_eagle_nccl import names
+from sglang_eagle_nccl.audit.report import MARK, Report, format_text, load_report
+from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
+from sglang_eagle_nccl.names import ENV_ROOT_PID
+from sglang_eagle_nccl.runtime.environ import put_back
 
 
 class PreflightError(RuntimeError):
@@ -103,8 +103,8 @@ def _rank_main(info: dict[str, Any], queue: Any) -> None:
     """Body of one preflight rank (a spawned process)."""
     rank = info["rank"]
     try:
-        from . import bootstrap
-        from .state import STATE
+        from sglang_eagle_nccl.runtime import bootstrap
+        from sglang_eagle_nccl.runtime.state import STATE
 
         # Activated already by the .pth bootstrap when the plugin is installed; explicit here so
         # a source checkout behaves the same.
@@ -119,7 +119,7 @@ def _rank_main(info: dict[str, Any], queue: Any) -> None:
         device = info["device"]
         if device == "cuda":
             torch.cuda.set_device(info["local_rank"])
-        from .sglang_init import exercise, init_groups, known_groups
+        from sglang_eagle_nccl.launchers.sglang_init import exercise, init_groups, known_groups
 
         path = init_groups(
             rank=rank, world_size=info["world_size"], local_rank=info["local_rank"], tp_size=info["tp_size"],
@@ -193,10 +193,10 @@ def run_preflight(
     # Children inherit the environment at start(): the serialised profile, the run directory,
     # and (multi-node) this node's rank for its [nodes.<rank>.env] section.
     child_env = {
-        _gate.ENV_ENABLE: os.environ.get(_gate.ENV_ENABLE) or "1",
-        _gate.ENV_PROFILE: profile.to_json(),
-        _gate.ENV_RUN_DIR: str(run_dir),
-        _gate.ENV_NODE_RANK: str(node_rank),
+        names.ENV_ENABLE: os.environ.get(names.ENV_ENABLE) or "1",
+        names.ENV_PROFILE: profile.to_json(),
+        names.ENV_RUN_DIR: str(run_dir),
+        names.ENV_NODE_RANK: str(node_rank),
         ENV_ROOT_PID: str(os.getpid()),
     }
     saved = {k: os.environ.get(k) for k in child_env}

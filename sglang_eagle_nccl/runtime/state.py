@@ -2,7 +2,7 @@
 
 Imported at interpreter start in every process of an enabled launch, so it avoids
 ``dataclasses``/``threading`` (which pull in ``inspect``, ``re`` ...): a plain class and a
-lock from ``_thread``. The validated :class:`~sglang_eagle_nccl.profile.Profile` object is
+lock from ``_thread``. The validated :class:`~sglang_eagle_nccl.profile.model.Profile` object is
 built lazily from the serialised JSON the first time a hook needs it, by which time SGLang
 has imported everything that construction needs anyway.
 """
@@ -15,9 +15,9 @@ TYPE_CHECKING = False  # typing is not imported at interpreter start (annotation
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-    from .audit import AuditWriter
-    from .patchsets import Selection
-    from .profile import Profile
+    from sglang_eagle_nccl.audit.writer import AuditWriter
+    from sglang_eagle_nccl.profile.model import Profile
+    from sglang_eagle_nccl.runtime.patchsets import Selection
 
 
 class _RLock:
@@ -56,7 +56,7 @@ class ProcessState:
     @property
     def profile(self) -> Profile | None:
         if self._profile is None and self.profile_json is not None:
-            from .profile import Profile
+            from sglang_eagle_nccl.profile.model import Profile
 
             self._profile = Profile.from_json(self.profile_json)
         return self._profile

@@ -20,14 +20,13 @@ from __future__ import annotations
 import os
 import sys
 
-from . import _gate
-from .state import STATE, ProcessState
+from sglang_eagle_nccl import names
+from sglang_eagle_nccl.runtime.state import STATE, ProcessState
 
 TYPE_CHECKING = False  # typing is not imported at interpreter start (annotations are strings)
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
 
 
 def log(message: str) -> None:
@@ -46,8 +45,8 @@ def interpreter_start(*, enabled: bool, cli_flags: bool) -> None:
             activate(origin="pth")
     except Exception as exc:  # noqa: BLE001 - a plugin bug must not break every Python program
         # Imported only now: these modules are not needed on the successful start-up path.
-        from .audit import AuditError
-        from .findings import ProfileError
+        from sglang_eagle_nccl.audit.writer import AuditError
+        from sglang_eagle_nccl.findings import ProfileError
 
         if isinstance(exc, (ProfileError, AuditError)):
             _refuse_sglang(exc)
@@ -64,7 +63,7 @@ def _refuse_sglang(exc: BaseException) -> None:
     Unrelated Python programs started from the same environment keep working; importing
     SGLang in this process fails with the same message, so no server starts half-configured.
     """
-    from .import_trigger import after_import
+    from sglang_eagle_nccl.runtime.import_trigger import after_import
 
     message = str(exc)
     log(message)
@@ -81,9 +80,10 @@ def _refuse_sglang(exc: BaseException) -> None:
 
 def profile_from_environment() -> Any:
     """The profile serialised by the launcher, or else resolved from the plugin's variables."""
-    from .profile import Profile, resolve
+    from sglang_eagle_nccl.profile.model import Profile
+    from sglang_eagle_nccl.profile.resolve import resolve
 
-    text = os.environ.get(_gate.ENV_PROFILE)
+    text = os.environ.get(names.ENV_PROFILE)
     if text:
         return Profile.from_json(text)
     resolution = resolve(environ=os.environ)
@@ -110,17 +110,17 @@ def describe_invocation(argv: list[str]) -> str:
 
 
 def _node_rank() -> int | None:
-    value = os.environ.get(_gate.ENV_NODE_RANK, "")
+    value = os.environ.get(names.ENV_NODE_RANK, "")
     return int(value) if value.isdigit() else None
 
 
 def _prepare_run_dir(policy: dict[str, Any], profile_dict: dict[str, Any]) -> str | None:
-    from .audit import AuditError, run_dir_from_environ
+    from sglang_eagle_nccl.audit.writer import AuditError, run_dir_from_environ
 
     existing = run_dir_from_environ()
     if existing is not None:
         return existing
-    from .audit import new_launch_dir, write_launch_meta
+    from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
 
     try:
         run_dir = str(new_launch_dir(policy.get("audit_dir")))
@@ -133,7 +133,7 @@ def _prepare_run_dir(policy: dict[str, Any], profile_dict: dict[str, Any]) -> st
             raise AuditError(f"cannot create the audit directory: {exc} (audit_required is set)") from exc
         log(f"WARNING: cannot create the audit directory ({exc}); continuing without audit")
         return None
-    os.environ[_gate.ENV_RUN_DIR] = run_dir
+    os.environ[names.ENV_RUN_DIR] = run_dir
     return run_dir
 
 
@@ -143,8 +143,8 @@ def _serialised_profile(text: str) -> dict[str, Any]:
     Anything unexpected goes through the full :meth:`Profile.from_json`, which raises a
     ProfileError naming the problem; the common case needs nothing beyond ``json``.
     """
-    from ._json_light import loads
-    from .names import is_allowed_name
+    from sglang_eagle_nccl._json_light import loads
+    from sglang_eagle_nccl.names import is_allowed_name
 
     try:
         data = loads(text)
@@ -156,7 +156,7 @@ def _serialised_profile(text: str) -> dict[str, Any]:
     except (ValueError, KeyError, AttributeError, TypeError):
         ok = False
     if not ok:
-        from .profile import Profile
+        from sglang_eagle_nccl.profile.model import Profile
 
         return Profile.from_json(text).to_dict()  # raises ProfileError with the details
     return data
@@ -176,13 +176,13 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
     runs at interpreter start: it uses only ``os``/``sys``/``json`` and the plugin's small
     modules, so the cost is a JSON parse, a few ``putenv`` calls and one audit record.
     """
-    from .audit import AuditWriter
-    from .names import nccl_snapshot, write_env
+    from sglang_eagle_nccl.audit.writer import AuditWriter
+    from sglang_eagle_nccl.names import nccl_snapshot, write_env
 
     with STATE.lock:
         if STATE.active:
             return STATE
-        text = os.environ.get(_gate.ENV_PROFILE) if profile is None else None
+        text = os.environ.get(names.ENV_PROFILE) if profile is None else None
         if text:
             data = _serialised_profile(text)
             STATE.profile_json, STATE.profile_data = text, data
@@ -193,7 +193,7 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
             data = STATE.profile_data
             text = STATE.profile_json
         node_rank = _node_rank()
-        is_root = ENV_ROOT_PID not in os.environ
+        is_root = names.ENV_ROOT_PID not in os.environ
         desired = _process_env(data, node_rank)
         if not is_root:
             # A child inherits what the launcher settled on; for variables where the policy lets
@@ -202,11 +202,11 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
             desired = {k: v for k, v in desired.items() if not (k in keep and k in os.environ)}
         changes = write_env(desired)
         # Everything below is inherited by the processes SGLang spawns from here on.
-        os.environ[_gate.ENV_PROFILE] = text
-        if not _gate.is_enabled():
-            os.environ[_gate.ENV_ENABLE] = "1"
+        os.environ[names.ENV_PROFILE] = text
+        if not names.is_enabled():
+            os.environ[names.ENV_ENABLE] = "1"
         if is_root:
-            os.environ[ENV_ROOT_PID] = str(os.getpid())
+            os.environ[names.ENV_ROOT_PID] = str(os.getpid())
         policy = data["policy"]
         run_dir = _prepare_run_dir(policy, data)
         STATE.node_rank = node_rank
@@ -246,7 +246,7 @@ def activate(profile: Any = None, *, origin: str) -> ProcessState:
 
 
 def _schedule_patches() -> None:
-    from .import_trigger import after_import
+    from sglang_eagle_nccl.runtime.import_trigger import after_import
 
     # Patch sets are chosen when SGLang is first imported: selecting needs SGLang's version,
     # and processes that never import SGLang (pip, the multiprocessing resource tracker ...)
@@ -269,7 +269,7 @@ def _on_hook_result(hook: Any, mechanism: str, failure: str | None) -> None:
 def _select() -> Any:
     from importlib.metadata import PackageNotFoundError, version
 
-    from . import patchsets
+    from sglang_eagle_nccl.runtime import patchsets
 
     if STATE.selection is not None:
         return STATE.selection
@@ -317,8 +317,8 @@ def install_patches(*, from_entry_point: bool = False) -> None:
     """Install the selected patch set's hooks (idempotent per hook)."""
     from packaging.version import Version
 
-    from . import patching
-    from .hooks import run_hook
+    from sglang_eagle_nccl.runtime import patching
+    from sglang_eagle_nccl.runtime.hooks import run_hook
 
     with STATE.lock:
         if not STATE.active:
@@ -367,7 +367,7 @@ def ensure_hooks() -> None:
         load_plugins()
     except ImportError:
         pass
-    from . import patching
+    from sglang_eagle_nccl.runtime import patching
 
     if not any(m == "hook_registry" for m in patching.STATE.installed.values()) and not patching.STATE.pending:
         install_patches(from_entry_point=True)
@@ -381,11 +381,11 @@ def sglang_plugin() -> None:
     plugins, so a profile that cannot be applied ends the process with SystemExit instead:
     the user asked for it, so it must not be lost in a log line.
     """
-    if not STATE.active and not _gate.is_enabled():
+    if not STATE.active and not names.is_enabled():
         return
-    from .audit import AuditError
-    from .findings import ProfileError
-    from .patchsets import PatchSetError
+    from sglang_eagle_nccl.audit.writer import AuditError
+    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.runtime.patchsets import PatchSetError
 
     try:
         activate(origin="entry_point")
@@ -400,7 +400,7 @@ def sglang_plugin() -> None:
 
 def cli_hooks() -> list[Any]:
     """The launch-flag hooks (same targets in every supported SGLang, proven by the matrix)."""
-    from .patchsets import load_manifests
+    from sglang_eagle_nccl.runtime.patchsets import load_manifests
 
     seen: dict[str, Any] = {}
     for patch_set in load_manifests():
@@ -416,8 +416,8 @@ def install_cli_hooks(mechanism: str = "wrapt") -> None:
     ``wrapt`` from the ``.pth`` bootstrap (enabled processes, every SGLang version);
     ``hook_registry`` from SGLang's plugin loader (>= 0.5.11, plugin not enabled by environment).
     """
-    from . import patching
-    from .hooks import run_hook
+    from sglang_eagle_nccl.runtime import patching
+    from sglang_eagle_nccl.runtime.hooks import run_hook
 
     with STATE.lock:
         if STATE.cli_hooks:
@@ -435,12 +435,12 @@ def activate_from_cli(
     node_rank: int | None = None,
 ) -> None:
     """The server CLI got --nccl-* flags: resolve, validate, activate; exit 2 on a bad profile."""
-    if node_rank is not None and not os.environ.get(_gate.ENV_NODE_RANK):
+    if node_rank is not None and not os.environ.get(names.ENV_NODE_RANK):
         # --node-rank of this launcher selects [nodes.<rank>.env], here and in every child.
-        os.environ[_gate.ENV_NODE_RANK] = str(node_rank)
-    from .findings import ProfileError
-    from .patchsets import PatchSetError
-    from .profile import resolve
+        os.environ[names.ENV_NODE_RANK] = str(node_rank)
+    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.profile.resolve import resolve
+    from sglang_eagle_nccl.runtime.patchsets import PatchSetError
 
     try:
         resolution = resolve(
@@ -458,9 +458,9 @@ def activate_from_cli(
         # spawned yet (argument parsing precedes every launch), so re-applying is safe.
         _reconfigure(resolution.profile)
     else:
-        if os.environ.get(_gate.ENV_PROFILE):
+        if os.environ.get(names.ENV_PROFILE):
             # A stale serialised profile from an outer launch must not override these flags.
-            del os.environ[_gate.ENV_PROFILE]
+            del os.environ[names.ENV_PROFILE]
         activate(resolution.profile, origin="cli")
     try:
         install_patches()
@@ -475,7 +475,7 @@ def _remove_abandoned_launch(run_dir: str | None, own_file: str | None) -> None:
     Only when it holds nothing but the launch description and this process's own records
     (nothing has been spawned yet), so no other process's audit is ever removed.
     """
-    from .audit import LAUNCH_META
+    from sglang_eagle_nccl.audit.writer import LAUNCH_META
 
     if not run_dir or not os.path.isdir(run_dir):
         return
@@ -488,7 +488,7 @@ def _remove_abandoned_launch(run_dir: str | None, own_file: str | None) -> None:
 
 
 def _reconfigure(profile: Any) -> None:
-    from . import environ as envmod
+    from sglang_eagle_nccl.runtime import environ as envmod
 
     with STATE.lock:
         old = STATE.profile
@@ -497,14 +497,14 @@ def _reconfigure(profile: Any) -> None:
             if name not in profile.process_env(STATE.node_rank):
                 os.environ.pop(name, None)
         report = envmod.apply(profile.process_env(STATE.node_rank))
-        os.environ[_gate.ENV_PROFILE] = profile.to_json()
+        os.environ[names.ENV_PROFILE] = profile.to_json()
         STATE.profile = profile
         if profile.policy.audit_dir and STATE.role == "launcher":
             # The flags name another audit root than the one chosen at interpreter start; nothing
             # has been spawned yet, so the launch moves there.
-            from .audit import AuditWriter
+            from sglang_eagle_nccl.audit.writer import AuditWriter
 
-            old_dir = os.environ.pop(_gate.ENV_RUN_DIR, None)
+            old_dir = os.environ.pop(names.ENV_RUN_DIR, None)
             run_dir = _prepare_run_dir(profile.policy.to_dict(), profile.to_dict())
             if STATE.audit is not None:
                 STATE.audit.close()

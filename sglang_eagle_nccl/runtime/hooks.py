@@ -23,14 +23,14 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from . import environ as envmod
-from .errors import PluginStop
-from .patching import bind
-from .state import STATE, current_group_var
+from sglang_eagle_nccl.errors import PluginStop
+from sglang_eagle_nccl.runtime import environ as envmod
+from sglang_eagle_nccl.runtime.patching import bind
+from sglang_eagle_nccl.runtime.state import STATE, current_group_var
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from .patchsets import Hook
+    from sglang_eagle_nccl.runtime.patchsets import Hook
 
 DELIBERATE = (PluginStop, SystemExit, KeyboardInterrupt)
 
@@ -89,7 +89,7 @@ def engine_env(original: Callable[..., Any], instance: Any, args: tuple, kwargs:
     if isinstance(node_rank, int) and STATE.node_rank is None and (getattr(server_args, "nnodes", 1) or 1) > 1:
         # Engine API on a multi-node launch: the node rank is known only now; it selects the
         # profile's [nodes.<rank>.env] here and, through the environment, in every child.
-        from ._gate import ENV_NODE_RANK
+        from sglang_eagle_nccl.names import ENV_NODE_RANK
 
         STATE.node_rank = node_rank
         os.environ[ENV_NODE_RANK] = str(node_rank)
@@ -171,8 +171,8 @@ def _backend_name(group: Any) -> str | None:
 
 def _consistency(group_name: str, cpu_group: Any, env: dict[str, str]) -> None:
     # Imported on first use: hashlib/json/threading are not needed to install the hooks.
-    from . import consistency
-    from .consistency import ConsistencyError, format_error
+    from sglang_eagle_nccl.audit import consistency
+    from sglang_eagle_nccl.audit.consistency import ConsistencyError, format_error
 
     profile = STATE.profile
     assert profile is not None
@@ -424,7 +424,7 @@ def cli_capture(original: Callable[..., Any], instance: Any, args: tuple, kwargs
     audit_dir = getattr(namespace, "nccl_audit_dir", None)
     allow_partial = bool(getattr(namespace, "nccl_allow_partial", False))
     if profiles or env_flags or audit_dir or allow_partial:
-        from .bootstrap import activate_from_cli
+        from sglang_eagle_nccl.runtime.bootstrap import activate_from_cli
 
         node_rank = getattr(namespace, "node_rank", None)
         activate_from_cli(

@@ -13,8 +13,8 @@ from collections.abc import Collection, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .names import is_allowed_name, write_env
-from .names import nccl_snapshot as nccl_snapshot
+from sglang_eagle_nccl.names import is_allowed_name, write_env
+from sglang_eagle_nccl.names import nccl_snapshot as nccl_snapshot
 
 ChangeKind = Literal["added", "changed", "unchanged", "removed"]
 

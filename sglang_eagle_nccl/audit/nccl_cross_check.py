@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .audit_report import Report, read_launch
-from .nccl_debug import compare, format_text, parse_dir
+from sglang_eagle_nccl.audit.report import Report, read_launch
+from sglang_eagle_nccl.nccl.debug_log import compare, format_text, parse_dir
 
 ENV_EVENTS = ("env_restored", "scheduler_start", "profile_replaced", "process_start")
 

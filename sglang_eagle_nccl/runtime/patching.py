@@ -22,7 +22,7 @@ from typing import Any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from .patchsets import Hook
+    from sglang_eagle_nccl.runtime.patchsets import Hook
 
 # Set by bootstrap: run_hook(hook, original, instance, args, kwargs) -> result.
 Runner = Callable[..., Any]  # runner(hook, original, instance, args, kwargs) -> result
@@ -157,7 +157,7 @@ def install_hook_registry(
         if hook.target in STATE.installed or hook.target in STATE.pending:
             return
         if hook.module not in sys.modules:
-            from .import_trigger import after_import
+            from sglang_eagle_nccl.runtime.import_trigger import after_import
 
             STATE.pending.add(hook.target)
 

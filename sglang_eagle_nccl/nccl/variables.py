@@ -1,7 +1,7 @@
 """Knowledge about each NCCL / PyTorch-NCCL variable, read from ``data/nccl_vars.toml``.
 
 The table is data (readable without this code); this module turns a (name, value) pair into
-findings using the checks in :mod:`nccl_parsing`, and answers scope / cross-rank questions for
+findings using the checks in :mod:`sglang_eagle_nccl.nccl.parsing`, and answers scope / cross-rank questions for
 the rest of the plugin. The table is loaded lazily: processes that only re-apply an already
 validated profile never parse it.
 """
@@ -16,10 +16,10 @@ from typing import Literal
 
 from packaging.version import Version
 
-from . import nccl_parsing as p
-from ._toml import loads as toml_loads
-from .findings import Finding, error, warning
-from .names import ALLOWED_PREFIXES, is_allowed_name
+from sglang_eagle_nccl._toml import loads as toml_loads
+from sglang_eagle_nccl.findings import Finding, error, warning
+from sglang_eagle_nccl.names import ALLOWED_PREFIXES, is_allowed_name
+from sglang_eagle_nccl.nccl import parsing as p
 
 __all__ = ["ALLOWED_PREFIXES", "is_allowed_name"]
 
@@ -67,7 +67,7 @@ class VarSpec:
 @functools.cache
 def table() -> dict[str, VarSpec]:
     """All known variables, by name."""
-    text = resources.files("sglang_eagle_nccl").joinpath("data/nccl_vars.toml").read_text("utf-8")
+    text = resources.files("sglang_eagle_nccl.nccl").joinpath("data/nccl_vars.toml").read_text("utf-8")
     raw = toml_loads(text)
     specs: dict[str, VarSpec] = {}
     for name, row in raw.items():

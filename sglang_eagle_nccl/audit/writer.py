@@ -21,9 +21,9 @@ import stat
 import sys
 import time
 
-from . import _gate
-from ._json_light import dumps as _dumps
-from .errors import PluginStop
+from sglang_eagle_nccl import names
+from sglang_eagle_nccl._json_light import dumps as _dumps
+from sglang_eagle_nccl.errors import PluginStop
 
 TYPE_CHECKING = False  # typing/pathlib are not imported at interpreter start
 if TYPE_CHECKING:  # pragma: no cover
@@ -177,4 +177,4 @@ def write_launch_meta(run_dir: str | Path, meta: dict[str, Any]) -> None:
 
 
 def run_dir_from_environ() -> str | None:
-    return os.environ.get(_gate.ENV_RUN_DIR) or None
+    return os.environ.get(names.ENV_RUN_DIR) or None

@@ -1056,7 +1056,7 @@ def format_text(disagreements: Iterable[Disagreement], logs: Iterable[NcclProces
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # debugging aid: python -m sglang_eagle_nccl.nccl_debug DIR|FILE...
+if __name__ == "__main__":  # debugging aid: python -m sglang_eagle_nccl.nccl.debug_log DIR|FILE...
     import sys
 
     found: list[NcclProcessLog] = []

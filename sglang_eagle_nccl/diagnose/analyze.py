@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .estimate import Estimate, estimate, fmt_ms
+from sglang_eagle_nccl.diagnose.estimate import Estimate, estimate, fmt_ms
 
 __all__ = [
     "DecodeSample",

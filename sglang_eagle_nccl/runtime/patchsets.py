@@ -19,8 +19,8 @@ from typing import Any, Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ._toml import loads as toml_loads
-from .errors import PluginStop
+from sglang_eagle_nccl._toml import loads as toml_loads
+from sglang_eagle_nccl.errors import PluginStop
 
 HookKind = Literal["before", "after", "around"]
 Mechanism = Literal["hook_registry", "wrapt"]
@@ -116,7 +116,7 @@ def _manifest_dir() -> Path:
     packaged = resources.files("sglang_eagle_nccl").joinpath("patches")
     if packaged.is_dir():
         return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "patches"
+    return Path(__file__).resolve().parents[2] / "patches"
 
 
 def parse_manifest(text: str, path: str = "<manifest>") -> PatchSet:

@@ -1,0 +1,46 @@
+"""`audit`: the verdict of one launch."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from sglang_eagle_nccl.cli.common import emit_json, fail_input
+
+# --- audit ------------------------------------------------------------------------------------
+
+
+@click.command("audit")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--nccl-debug-dir", type=click.Path(exists=True), default=None, help="Also compare with NCCL's own debug files (NCCL_DEBUG_FILE=<dir>/nccl.%h.%p.log).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None:
+    """Verdict per process and communicator for one launch (DIRECTORY or its newest launch).
+
+    Exit 1 if any communicator missed the profile.
+    """
+    from sglang_eagle_nccl.audit.report import format_text, load_report
+
+    try:
+        report = load_report(directory)
+    except FileNotFoundError as exc:
+        fail_input(str(exc), as_json=as_json)
+    data = report.to_dict()
+    nccl_text = ""
+    failed = report.verdict == "fail"
+    if nccl_debug_dir:
+        from sglang_eagle_nccl.audit.nccl_cross_check import cross_check
+
+        check = cross_check(report, nccl_debug_dir)
+        data["nccl_debug"] = check
+        nccl_text = check["text"]
+        failed = failed or not check["ok"]
+    if as_json:
+        emit_json(data)
+    else:
+        click.echo(format_text(report))
+        if nccl_text:
+            click.echo("")
+            click.echo(nccl_text)
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,49 @@
+"""Helpers shared by the command modules: JSON output, input errors (exit 2), profile options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import click
+
+PROFILE_HELP = (
+    "Profile: a built-in name (see `profiles list`) or a TOML file. Repeat to layer profiles "
+    "(later ones override earlier ones). Default: $SGLANG_EAGLE_NCCL."
+)
+ENV_HELP = "KEY=VALUE NCCL setting on top of the profile (repeatable), e.g. --nccl-env NCCL_ALGO=Tree."
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def fail_input(message: str, *, as_json: bool = False, findings: Sequence[Any] = ()) -> NoReturn:
+    if as_json:
+        emit_json({"ok": False, "error": message, "findings": [f.to_dict() for f in findings]})
+    else:
+        click.echo(message, err=True)
+    sys.exit(2)
+
+
+def resolve_or_exit(profiles: Sequence[str], env_flags: Sequence[str], *, as_json: bool = False, **policy: Any) -> Any:
+    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.profile.resolve import resolve
+
+    try:
+        resolution = resolve(list(profiles), env_flags=list(env_flags), policy_flags=policy)
+    except ProfileError as exc:
+        fail_input(str(exc), as_json=as_json, findings=exc.findings)
+    if not as_json:
+        for w in resolution.warnings:
+            click.echo(f"warning: {w.message()}", err=True)
+    return resolution
+
+
+def profile_options(func: Any) -> Any:
+    func = click.option("--nccl-env", "nccl_env", multiple=True, metavar="KEY=VALUE", help=ENV_HELP)(func)
+    func = click.option("--profile", "-p", "profiles", multiple=True, metavar="NAME_OR_FILE", help=PROFILE_HELP)(func)
+    func = click.option("--allow-unknown", is_flag=True, default=None, help="Accept NCCL_* names this plugin does not know (new NCCL releases).")(func)
+    return func

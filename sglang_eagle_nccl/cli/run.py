@@ -1,0 +1,171 @@
+"""`launch`, `env`, `preflight`: start SGLang processes with a profile, or prepare their environment."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options, resolve_or_exit
+
+# --- env ----------------------------------------------------------------------------------------
+
+
+@click.command("env")
+@profile_options
+@click.option("--audit-dir", default=None, metavar="DIR", help="Create one launch directory under DIR and include it, so every process of the launch audits into it.")
+@click.option("--node-rank", type=int, default=None, help="Node rank (selects [nodes.<rank>.env]).")
+@click.option("--format", "fmt", type=click.Choice(["shell", "json", "dotenv"]), default="shell", show_default=True)
+def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, audit_dir: str | None, node_rank: int | None, fmt: str) -> None:
+    """Print the environment that enables the profile in processes you start yourself.
+
+    For launchers that do not inherit your shell: Ray (runtime_env={"env_vars": ...}),
+    Kubernetes (env / a ConfigMap), systemd (EnvironmentFile). The output holds the plugin's
+    gate, the serialised profile and the NCCL variables themselves (so a process without the
+    plugin installed still gets the values).
+
+    \b
+      eval "$(sglang-eagle-nccl env --profile pcie-8gpu)"
+      sglang-eagle-nccl env --profile pcie-8gpu --format json   # for Ray's runtime_env
+    """
+    import shlex
+
+    from sglang_eagle_nccl import names
+    from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
+    from sglang_eagle_nccl.names import ENV_ROOT_PID
+
+    profile = resolve_or_exit(profiles, nccl_env, allow_unknown=allow_unknown).profile
+    out: dict[str, str] = dict(profile.process_env(node_rank))
+    out[names.ENV_ENABLE] = "1"
+    out[names.ENV_PROFILE] = profile.to_json()
+    if node_rank is not None:
+        out[names.ENV_NODE_RANK] = str(node_rank)
+    if audit_dir:
+        run_dir = new_launch_dir(audit_dir)
+        write_launch_meta(run_dir, {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl env"})
+        out[names.ENV_RUN_DIR] = str(run_dir)
+        # No process of that launch is the launcher: they all audit as processes of one launch.
+        out[ENV_ROOT_PID] = "external"
+    if fmt == "json":
+        emit_json(out)
+    elif fmt == "dotenv":
+        for k, v in out.items():
+            click.echo(f"{k}={v}")
+    else:
+        for k, v in out.items():
+            click.echo(f"export {k}={shlex.quote(v)}")
+
+
+# --- launch -----------------------------------------------------------------------------------
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@profile_options
+@click.option("--audit-dir", default=None, metavar="DIR", help="Root of the audit directories (one sub-directory per launch).")
+@click.option("--audit-required", is_flag=True, default=None, help="Fail instead of warning when the audit cannot be written.")
+@click.option("--allow-partial", is_flag=True, default=None, help="Run on an SGLang newer than the plugin knows even if hook targets are missing.")
+@click.option("--sglang-wins", multiple=True, metavar="NCCL_VAR", help="Keep SGLang's own value for this variable (e.g. NCCL_NVLS_ENABLE with --enable-nccl-nvls).")
+@click.option("--python", default=None, metavar="PATH", help="Python interpreter of the SGLang environment (default: this one).")
+@click.option("--dry-run", is_flag=True, help="Print the command and environment instead of starting SGLang.")
+@click.argument("server_args", nargs=-1, type=click.UNPROCESSED)
+def launch(
+    profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, audit_dir: str | None,
+    audit_required: bool | None, allow_partial: bool | None, sglang_wins: tuple[str, ...], python: str | None,
+    dry_run: bool, server_args: tuple[str, ...],
+) -> None:
+    """Start `python -m sglang.launch_server SERVER_ARGS...` with the profile in every process.
+
+    \b
+    Example:
+      sglang-eagle-nccl launch --profile pcie-8gpu -- --model-path M --tp 8 \\
+          --speculative-algorithm EAGLE3 --speculative-draft-model-path D
+    """
+    from sglang_eagle_nccl.launchers.server import plan_launch, run
+
+    args = list(server_args)
+    if args and args[0] == "--":
+        args = args[1:]
+    resolution = resolve_or_exit(
+        profiles, nccl_env, allow_unknown=allow_unknown, audit_dir=audit_dir, audit_required=audit_required,
+        allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None,
+    )
+    _check_sglang_coverage(resolution.profile, python)
+    plan = plan_launch(resolution.profile, args, python=python)
+    if dry_run:
+        emit_json({"argv": plan.argv, "env": plan.env_updates, "run_dir": str(plan.run_dir) if plan.run_dir else None})
+        return
+    if plan.run_dir:
+        click.echo(f"[sglang-eagle-nccl] profile '{resolution.profile.name}'; audit: {plan.run_dir}", err=True)
+    sys.exit(run(plan))
+
+
+def _check_sglang_coverage(profile: Any, python: str | None) -> None:
+    """Refuse early (before starting a server) when this SGLang is not covered."""
+    if python:
+        return  # another interpreter: its own bootstrap checks coverage at start-up
+    from sglang_eagle_nccl.diagnose.doctor import package_version
+    from sglang_eagle_nccl.runtime.patchsets import (
+        PatchSetError,
+        check_coverage,
+        installed_root,
+        require_coverage,
+        select,
+    )
+
+    version = package_version("sglang")
+    if version is None:
+        fail_input("sglang is not installed in this Python environment; install it (or pass --python PATH).")
+    try:
+        selection = select(version)
+        root = installed_root()
+        if not selection.tested and root is not None:
+            require_coverage(check_coverage(selection, root), allow_partial=profile.policy.allow_partial)
+    except PatchSetError as exc:
+        fail_input(str(exc))
+
+
+# --- preflight --------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--tp", "tp_size", type=click.IntRange(1, 1024), required=True, help="Tensor-parallel size: ranks to spawn on this node.")
+@click.option("--dp-attention", is_flag=True, help="Also build the attention_tp groups of DP attention (dp size = tp size).")
+@profile_options
+@click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True, help="torch.distributed backend (auto: nccl with CUDA, gloo otherwise).")
+@click.option("--audit-dir", default=None, metavar="DIR", help="Root of the audit directories.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds before the ranks are killed.")
+@click.option("--nnodes", type=click.IntRange(1, 1024), default=1, show_default=True, help="Number of nodes (one preflight per node).")
+@click.option("--node-rank", type=click.IntRange(0, 1023), default=0, show_default=True, help="This node's rank.")
+@click.option("--dist-init-addr", default=None, metavar="HOST:PORT", help="Rendezvous address shared by all nodes (required with --nnodes > 1).")
+@click.option("--no-exercise", is_flag=True, help="Do not run one collective per group (NCCL communicators then stay uncreated).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def preflight(
+    tp_size: int, dp_attention: bool, profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None,
+    backend: str, audit_dir: str | None, timeout: float, nnodes: int, node_rank: int, dist_init_addr: str | None,
+    no_exercise: bool, as_json: bool,
+) -> None:
+    """Run the installed SGLang's real distributed init in --tp ranks with the plugin, then audit.
+
+    No model is loaded: each rank builds SGLang's groups (world, tp, pp, attention_tp, ...) with
+    gloo on a CPU machine or NCCL on GPUs, so a mismatch or a profile that does not reach a
+    communicator shows up in seconds instead of after a model load.
+    """
+    from sglang_eagle_nccl.launchers.preflight import PreflightError, run_preflight
+
+    if nnodes > 1 and not dist_init_addr:
+        fail_input("--nnodes > 1 needs --dist-init-addr HOST:PORT (the same on every node)", as_json=as_json)
+    resolution = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, audit_dir=audit_dir)
+    try:
+        result = run_preflight(
+            resolution.profile, tp_size=tp_size, dp_attention=dp_attention, backend=backend, timeout=timeout,
+            nnodes=nnodes, node_rank=node_rank, dist_init_addr=dist_init_addr, exercise=not no_exercise,
+            progress=None if as_json else (lambda m: click.echo(m, err=True)),
+        )
+    except PreflightError as exc:
+        fail_input(str(exc), as_json=as_json)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(result.format_text())
+    sys.exit(0 if result.ok else 1)

@@ -1,0 +1,167 @@
+"""Resolving a profile from every source, in precedence order, and validating it.
+
+Precedence, lowest first (later sources override earlier ones, variable by variable):
+
+1. profiles named with ``--profile`` / ``--nccl-profile`` / ``SGLANG_EAGLE_NCCL`` -- a built-in
+   name (``sglang-eagle-nccl profiles list``) or a TOML file; several are layered in order;
+2. the plugin's own environment variables (``SGLANG_EAGLE_NCCL_ENV`` and the policy variables
+   in :data:`~sglang_eagle_nccl.profile.policy.POLICY_ENV`);
+3. ``--nccl-env KEY=VALUE`` flags and policy flags.
+
+Every source is checked before anything is applied; all problems are reported together
+(:class:`~sglang_eagle_nccl.findings.ProfileError`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sglang_eagle_nccl import names
+from sglang_eagle_nccl.findings import Finding, ProfileError, error, warning
+from sglang_eagle_nccl.profile.model import KNOWN_GROUPS, Profile
+from sglang_eagle_nccl.profile.policy import policy_from_environ, policy_from_mapping
+from sglang_eagle_nccl.profile.sources import _Layer, load_spec, parse_env_flags, split_env_string
+
+
+@dataclass(frozen=True)
+class Resolution:
+    profile: Profile
+    warnings: tuple[Finding, ...]
+
+
+def resolve(
+    specs: Sequence[str] = (),
+    *,
+    env_flags: Sequence[str] = (),
+    policy_flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    use_environ: bool = True,
+) -> Resolution:
+    """Build and validate a profile from every source; raise ProfileError listing all errors.
+
+    ``specs`` are profile names/files in layering order. When ``use_environ`` is true, the
+    plugin's own variables in ``environ`` (default ``os.environ``) are a source too:
+    ``SGLANG_EAGLE_NCCL`` (used when ``specs`` is empty), ``SGLANG_EAGLE_NCCL_ENV`` and the
+    policy variables. Nothing is applied here.
+    """
+    from sglang_eagle_nccl.nccl import variables as nccl_vars
+
+    environ = os.environ if environ is None else environ
+    findings: list[Finding] = []
+    merged = _Layer()
+    layer_names: list[str] = []
+    spec_list = list(specs)
+    if not spec_list and use_environ:
+        gate_value = environ.get(names.ENV_ENABLE, "").strip()
+        if gate_value and gate_value.lower() not in names.ENABLE_WORDS:
+            spec_list = [gate_value]
+    for spec in spec_list:
+        layer, f = load_spec(spec)
+        findings += f
+        merged.merge(layer)
+        layer_names.append(spec)
+    sources = [f"profile:{s}" for s in spec_list]
+
+    if use_environ:
+        env_text = environ.get(names.ENV_ENV, "")
+        if env_text.strip():
+            env_env, f = parse_env_flags(split_env_string(env_text), names.ENV_ENV)
+            findings += f
+            merged.env.update(env_env)
+            merged.origin.update({f"env:{k}": names.ENV_ENV for k in env_env})
+            sources.append(names.ENV_ENV)
+        env_policy = policy_from_environ(environ)
+        if env_policy:
+            merged.policy.update(env_policy)
+            sources.append("plugin environment variables")
+    flag_env, f = parse_env_flags(env_flags, "--nccl-env")
+    findings += f
+    merged.env.update(flag_env)
+    merged.origin.update({f"env:{k}": "--nccl-env" for k in flag_env})
+    if env_flags:
+        sources.append("--nccl-env")
+        layer_names.append("flags")
+    if policy_flags:
+        merged.policy.update({k: v for k, v in policy_flags.items() if v is not None})
+
+    policy, f = policy_from_mapping(merged.policy, "policy")
+    findings += f
+    from packaging.version import Version
+
+    nccl_version = Version(policy.nccl_version) if policy.nccl_version else None
+
+    def check_pairs(pairs: Mapping[str, str], where: str, origin_prefix: str) -> None:
+        for k, v in pairs.items():
+            src = merged.origin.get(f"{origin_prefix}:{k}", where)
+            findings.extend(
+                x.with_source(src)
+                for x in nccl_vars.check(k, v, allow_unknown=policy.allow_unknown, nccl_version=nccl_version)
+            )
+
+    check_pairs(merged.env, "env", "env")
+    for gname, genv in merged.groups.items():
+        check_pairs(genv, f"groups.{gname}.env", f"groups.{gname}")
+        if gname not in KNOWN_GROUPS:
+            findings.append(
+                warning(
+                    f"groups.{gname}", None,
+                    "no SGLang version known to this plugin creates a group with this name; the section "
+                    "applies only if the installed SGLang creates it",
+                    f"check the name (known: {', '.join(KNOWN_GROUPS)})",
+                )
+            )
+        for k, v in genv.items():
+            spec = nccl_vars.lookup(k)
+            if nccl_vars.is_allowed_name(k) and (spec is None or not spec.per_communicator):
+                why = (
+                    f"NCCL reads {k} once per process and caches it, so a per-group value cannot take effect"
+                    if spec is None or spec.scope == "process"
+                    else f"{k} is read by PyTorch per process group, not by NCCL per communicator"
+                )
+                findings.append(
+                    error(
+                        k, v, f"[groups.{gname}.env]: {why}",
+                        f"move {k} to [env] (same value in every group); only per-communicator variables "
+                        f"({', '.join(sorted(n for n, s in nccl_vars.table().items() if s.per_communicator))}) "
+                        "may differ per group",
+                    ).with_source(merged.origin.get(f"groups.{gname}:{k}"))
+                )
+    for nrank, nenv in merged.nodes.items():
+        check_pairs(nenv, f"nodes.{nrank}.env", f"nodes.{nrank}")
+        for k, v in nenv.items():
+            if nccl_vars.is_allowed_name(k) and nccl_vars.rank_rule(k) == "must_match":
+                findings.append(
+                    error(
+                        k, v,
+                        f"[nodes.{nrank}.env]: every rank of a communicator must hold the same {k}; a per-node "
+                        "value would make nodes disagree (NCCL never checks: hang or silent corruption)",
+                        f"move {k} to [env]; per-node sections are for node-local variables such as "
+                        "NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_TOPO_FILE",
+                    ).with_source(merged.origin.get(f"nodes.{nrank}:{k}"))
+                )
+    for name in policy.sglang_wins:
+        if name not in merged.env:
+            findings.append(
+                warning(
+                    "policy.sglang_wins", name,
+                    "the profile does not set this variable, so there is nothing for SGLang to win against",
+                    "remove it from sglang_wins or set it in [env]",
+                )
+            )
+
+    errors = [x for x in findings if x.severity == "error"]
+    if errors:
+        raise ProfileError(findings)
+    profile = Profile(
+        name="+".join(layer_names) if layer_names else "(environment)",
+        env=tuple(sorted(merged.env.items())),
+        groups=tuple(sorted((g, tuple(sorted(e.items()))) for g, e in merged.groups.items() if e)),
+        nodes=tuple(sorted((n, tuple(sorted(e.items()))) for n, e in merged.nodes.items() if e)),
+        policy=policy,
+        sources=tuple(sources),
+        description=merged.description,
+    )
+    return Resolution(profile, tuple(x for x in findings if x.severity == "warning"))

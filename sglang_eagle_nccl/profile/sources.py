@@ -1,0 +1,253 @@
+"""Where profile settings come from: built-in profiles, TOML files (data only), ``KEY=VALUE`` items.
+
+Everything here returns partially built layers plus findings; nothing is validated against
+NCCL's rules yet (that is :mod:`sglang_eagle_nccl.profile.resolve`) and nothing is applied.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sglang_eagle_nccl.findings import Finding, error
+
+MAX_PROFILE_BYTES = 1 << 20
+
+
+def builtin_names() -> list[str]:
+    folder = resources.files("sglang_eagle_nccl.profile").joinpath("builtin")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def builtin_text(name: str) -> str:
+    return resources.files("sglang_eagle_nccl.profile").joinpath(f"builtin/{name}.toml").read_text("utf-8")
+
+
+@dataclass
+class _Layer:
+    """Partially built profile; values still unchecked strings."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    groups: dict[str, dict[str, str]] = field(default_factory=dict)
+    nodes: dict[int, dict[str, str]] = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)  # "env:NCCL_X" -> source label
+    description: str = ""
+
+    def merge(self, other: _Layer) -> None:
+        self.env.update(other.env)
+        for g, e in other.groups.items():
+            self.groups.setdefault(g, {}).update(e)
+        for n, e in other.nodes.items():
+            self.nodes.setdefault(n, {}).update(e)
+        self.policy.update(other.policy)
+        self.origin.update(other.origin)
+        if other.description:
+            self.description = other.description
+
+
+_TOP_KEYS = {"name", "description", "extends", "env", "groups", "nodes", "policy"}
+
+
+def _value_to_str(name: str, value: Any, where: str, findings: list[Finding]) -> str | None:
+    # TOML integers are accepted (NCCL_BUFFSIZE = 16777216); booleans and floats are not,
+    # because NCCL would read "true" as 0 and "1.5" as 1.
+    if isinstance(value, bool):
+        findings.append(
+            error(name, str(value).lower(), f"{where}: TOML booleans are not NCCL values", f'write {name} = "{int(value)}"')
+        )
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    findings.append(
+        error(
+            name, repr(value),
+            f"{where}: values must be strings or integers, not {type(value).__name__}",
+            f'write {name} = "<value>"',
+        )
+    )
+    return None
+
+
+def _env_table(obj: Any, where: str, source: str, findings: list[Finding]) -> dict[str, str]:
+    if not isinstance(obj, dict):
+        findings.append(error(where, None, f"[{where}] must be a table of NAME = value", f"write [{where}] then NAME = \"value\" lines"))
+        return {}
+    out: dict[str, str] = {}
+    for k, v in obj.items():
+        if isinstance(v, dict):
+            findings.append(
+                error(k, None, f"[{where}] holds a nested table; only NAME = value pairs are allowed", "flatten it")
+            )
+            continue
+        s = _value_to_str(k, v, where, findings)
+        if s is not None:
+            out[k] = s
+    return out
+
+
+def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) -> tuple[_Layer, list[Finding]]:
+    """Read one TOML profile document (data only: nothing in it is executed or expanded)."""
+    from sglang_eagle_nccl._toml import TOMLDecodeError
+    from sglang_eagle_nccl._toml import loads as toml_loads
+
+    findings: list[Finding] = []
+    layer = _Layer()
+    try:
+        doc = toml_loads(text)
+    except TOMLDecodeError as exc:
+        return layer, [error(source, None, f"malformed TOML: {exc}", "fix the TOML syntax (see the line/column above)")]
+    for key in doc:
+        if key not in _TOP_KEYS:
+            findings.append(
+                error(
+                    key, None,
+                    "unknown key/section in a profile file",
+                    f"use only: {', '.join(sorted(_TOP_KEYS))} (NCCL variables go under [env])",
+                )
+            )
+    if "extends" in doc:
+        base = doc["extends"]
+        if not allow_extends:
+            findings.append(error("extends", str(base), "built-in profiles cannot extend others", "remove extends"))
+        elif not isinstance(base, str) or base not in builtin_names():
+            findings.append(
+                error(
+                    "extends", str(base),
+                    "extends must name a built-in profile (files are never read from inside a profile)",
+                    f"use one of: {', '.join(builtin_names())}, or pass several --profile options",
+                )
+            )
+        else:
+            base_layer, base_findings = parse_toml_profile(builtin_text(base), f"builtin:{base}", allow_extends=False)
+            findings += base_findings
+            layer.merge(base_layer)
+    desc = doc.get("description", "")
+    if not isinstance(desc, str):
+        findings.append(error("description", repr(desc), "must be a string", 'write description = "..."'))
+    else:
+        layer.description = desc
+    if "name" in doc and not isinstance(doc["name"], str):
+        findings.append(error("name", repr(doc["name"]), "must be a string", 'write name = "..."'))
+    env = _env_table(doc.get("env", {}), "env", source, findings)
+    layer.env.update(env)
+    layer.origin.update({f"env:{k}": source for k in env})
+    groups = doc.get("groups", {})
+    if not isinstance(groups, dict):
+        findings.append(error("groups", None, "[groups] must contain [groups.<name>.env] tables", "see README"))
+        groups = {}
+    for gname, gtable in groups.items():
+        if not isinstance(gtable, dict) or set(gtable) - {"env"}:
+            findings.append(
+                error(f"groups.{gname}", None, "a group section may only contain an env table", f"write [groups.{gname}.env]")
+            )
+            continue
+        genv = _env_table(gtable.get("env", {}), f"groups.{gname}.env", source, findings)
+        layer.groups.setdefault(gname, {}).update(genv)
+        layer.origin.update({f"groups.{gname}:{k}": source for k in genv})
+    nodes = doc.get("nodes", {})
+    if not isinstance(nodes, dict):
+        findings.append(error("nodes", None, "[nodes] must contain [nodes.<rank>.env] tables", "see README"))
+        nodes = {}
+    for nkey, ntable in nodes.items():
+        if not str(nkey).isdigit():
+            findings.append(error(f"nodes.{nkey}", None, "node sections are keyed by node rank (0, 1, ...)", "write [nodes.0.env]"))
+            continue
+        if not isinstance(ntable, dict) or set(ntable) - {"env"}:
+            findings.append(error(f"nodes.{nkey}", None, "a node section may only contain an env table", f"write [nodes.{nkey}.env]"))
+            continue
+        nenv = _env_table(ntable.get("env", {}), f"nodes.{nkey}.env", source, findings)
+        layer.nodes.setdefault(int(nkey), {}).update(nenv)
+        layer.origin.update({f"nodes.{nkey}:{k}": source for k in nenv})
+    policy = doc.get("policy", {})
+    if not isinstance(policy, dict):
+        findings.append(error("policy", None, "[policy] must be a table", "write [policy] then key = value"))
+    else:
+        layer.policy.update(policy)
+    return layer, [f.with_source(source) for f in findings]
+
+
+def read_profile_file(path: str) -> tuple[_Layer, list[Finding]]:
+    label = path
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        return _Layer(), [
+            error(path, None, "profile file not found", f"check the path, or use a built-in name ({', '.join(builtin_names())})")
+        ]
+    except OSError as exc:
+        return _Layer(), [error(path, None, f"cannot read profile file ({exc.strerror})", "check the path and permissions")]
+    if not p.is_file():
+        return _Layer(), [error(path, None, "profile path is not a regular file", "give a .toml file")]
+    if st.st_size > MAX_PROFILE_BYTES:
+        return _Layer(), [error(path, None, "profile file is larger than 1 MiB", "a profile is a short TOML file")]
+    try:
+        text = p.read_text("utf-8")
+    except PermissionError:
+        return _Layer(), [error(path, None, "profile file is not readable (permission denied)", f"chmod a+r {path}")]
+    except UnicodeDecodeError:
+        return _Layer(), [error(path, None, "profile file is not UTF-8 text", "save it as UTF-8 TOML")]
+    except OSError as exc:
+        return _Layer(), [error(path, None, f"cannot read profile file ({exc.strerror})", "check the file")]
+    return parse_toml_profile(text, label)
+
+
+def load_spec(spec: str) -> tuple[_Layer, list[Finding]]:
+    """A built-in profile name or a TOML file path."""
+    spec = spec.strip()
+    if spec in builtin_names() and "/" not in spec:
+        return parse_toml_profile(builtin_text(spec), f"builtin:{spec}", allow_extends=False)
+    if "/" in spec or spec.endswith(".toml") or os.path.exists(spec):
+        return read_profile_file(spec)
+    close = [n for n in builtin_names() if n.startswith(spec[:3])] or builtin_names()
+    return _Layer(), [
+        error(
+            "profile", spec,
+            "no built-in profile has this name and no such file exists",
+            f"use a built-in profile ({', '.join(close)}) or a path to a .toml file",
+        )
+    ]
+
+
+_PAIR_SPLIT = re.compile(r"\s+(?=[A-Za-z_][A-Za-z0-9_]*=)")
+
+
+def parse_env_flags(items: Iterable[str], source: str) -> tuple[dict[str, str], list[Finding]]:
+    """``KEY=VALUE`` items (``--nccl-env``); the value may contain '=', ',' and ';'."""
+    env: dict[str, str] = {}
+    findings: list[Finding] = []
+    for item in items:
+        if "=" not in item:
+            findings.append(
+                error(
+                    item, None,
+                    "expected KEY=VALUE",
+                    f"write {item if item.startswith('NCCL_') else 'NCCL_X'}=<value>, e.g. --nccl-env NCCL_PROTO=LL",
+                ).with_source(source)
+            )
+            continue
+        key, value = item.split("=", 1)
+        key = key.strip()
+        if not key:
+            findings.append(error(item, None, "missing variable name before '='", "write KEY=VALUE").with_source(source))
+            continue
+        env[key] = value
+    return env, findings
+
+
+def split_env_string(text: str) -> list[str]:
+    """Split ``SGLANG_EAGLE_NCCL_ENV``: KEY=VALUE items separated by whitespace or newlines.
+
+    A new item starts only where whitespace is followed by ``NAME=``, so values containing
+    spaces (``NCCL_THREAD_THRESHOLDS=64 256 256 64 256 256``) stay whole.
+    """
+    text = text.strip()
+    return [part for part in _PAIR_SPLIT.split(text) if part] if text else []
