@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from sglang_eagle_nccl.names import ENV_ENABLE, is_enabled
+from sglang_eagle_nccl.names import ENV_ENABLE, is_enabled, is_sglang_server_cli
 
 OWN_COMMAND = "sglang-eagle-nccl"
 
@@ -25,9 +25,7 @@ def wants_cli_flags(argv: list[str]) -> bool:
     ``python -m sglang.launch_server`` and the ``sglang serve`` console script are the two
     entry points that get the plugin's launch flags; any other program is left alone.
     """
-    is_launch_server = "sglang.launch_server" in argv
-    is_sglang_serve = len(argv) > 2 and os.path.basename(argv[1]) == "sglang" and argv[2] == "serve"
-    if not (is_launch_server or is_sglang_serve):
+    if not is_sglang_server_cli(argv):
         return False
     return any(a.startswith("--nccl") or a in ("--help", "-h") for a in argv)
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 # Set by the user (or by the plugin for the processes SGLang spawns): a built-in profile name,
 # a TOML file, or a bare "1"/"on" meaning "enabled with the other variables below".
 ENV_ENABLE = "SGLANG_EAGLE_NCCL"
-# The resolved profile as one JSON string, written by the first process that resolved it so
-# that every spawned process re-creates exactly the same profile without re-reading files.
+# The resolved profile in the one wire format (profile/wire.py), written by the launcher for the
+# processes it starts: they re-create exactly the same profile without re-reading files.
 ENV_PROFILE = "SGLANG_EAGLE_NCCL_PROFILE"
 # Extra KEY=VALUE settings (whitespace separated), like repeated --nccl-env flags.
 ENV_ENV = "SGLANG_EAGLE_NCCL_ENV"
 ENV_AUDIT_DIR = "SGLANG_EAGLE_NCCL_AUDIT_DIR"
-# The audit directory of this launch (one sub-directory per launch), written by the launcher.
-ENV_RUN_DIR = "SGLANG_EAGLE_NCCL_RUN_DIR"
 ENV_ALLOW_PARTIAL = "SGLANG_EAGLE_NCCL_ALLOW_PARTIAL"
 ENV_ALLOW_UNKNOWN = "SGLANG_EAGLE_NCCL_ALLOW_UNKNOWN"
 ENV_AUDIT_REQUIRED = "SGLANG_EAGLE_NCCL_AUDIT_REQUIRED"
@@ -29,14 +27,21 @@ ENV_MECHANISM = "SGLANG_EAGLE_NCCL_MECHANISM"
 # Node rank of this launcher in a multi-node launch (selects [nodes.<rank>.env]).
 ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
 
+# Every variable a profile is resolved from. The serialised profile records their values so that a
+# process whose inputs differ (a stale SGLANG_EAGLE_NCCL_PROFILE in a shell) refuses instead of
+# silently applying the old profile.
+INPUT_VARS = (
+    ENV_ENABLE, ENV_ENV, ENV_AUDIT_DIR, ENV_ALLOW_PARTIAL, ENV_ALLOW_UNKNOWN, ENV_AUDIT_REQUIRED,
+    ENV_SGLANG_WINS, ENV_NCCL_VERSION, ENV_CONSISTENCY, ENV_CONSISTENCY_TIMEOUT, ENV_MECHANISM, ENV_NODE_RANK,
+)
+
 ENABLE_WORDS = frozenset({"1", "on", "true", "yes", "enable", "enabled"})
 DISABLE_WORDS = frozenset({"", "0", "off", "false", "no", "disable", "disabled"})
-
-
 
 # Set by the root process of a launch for its descendants: a process that finds it is not the
 # launcher (it inherits the launcher's decisions instead of making them).
 ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
+
 
 def is_enabled(environ: object = None) -> bool:
     """True when ``SGLANG_EAGLE_NCCL`` is set to anything but an off word."""
@@ -46,6 +51,12 @@ def is_enabled(environ: object = None) -> bool:
     value = env.get(ENV_ENABLE)  # type: ignore[attr-defined]
     return value is not None and value.strip().lower() not in DISABLE_WORDS
 
+
+def is_sglang_server_cli(argv: list[str]) -> bool:
+    """``python -m sglang.launch_server ...`` or the ``sglang serve ...`` console script."""
+    if "sglang.launch_server" in argv:
+        return True
+    return len(argv) > 2 and argv[1].rsplit("/", 1)[-1] == "sglang" and argv[2] == "serve"
 
 
 ALLOWED_PREFIXES = ("NCCL_", "TORCH_NCCL_")

@@ -13,6 +13,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # tests/support helpers
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_handoff_key(tmp_path_factory):
+    """Tests sign serialised profiles with a key of their own, never the user's (XDG_CACHE_HOME)."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 @pytest.fixture
 def clean_environ(monkeypatch):
     """Remove every NCCL / plugin variable for the test; monkeypatch restores them after."""

@@ -1,7 +1,8 @@
 """Cross-check the plugin's audit with NCCL's own debug output (``audit --nccl-debug-dir``).
 
 The audit says what each process had in its environment; NCCL's ``NCCL_X set by environment
-to Y`` lines say what NCCL actually read. Both must agree with the profile, per pid.
+to Y`` lines say what NCCL actually read. Both must agree with the profile in force in that
+process (per-node values included), per pid.
 """
 
 from __future__ import annotations
@@ -9,30 +10,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl.audit.report import Report, read_launch
+from sglang_eagle_nccl.audit.report import read_launch
+from sglang_eagle_nccl.audit.verdict import ENV_EVENTS, Report, expectations
 from sglang_eagle_nccl.nccl.debug_log import compare, format_text, parse_dir
 
-ENV_EVENTS = ("env_restored", "scheduler_start", "profile_replaced", "process_start")
 
-
-def audit_env_by_pid(run_dir: str | Path) -> dict[int, dict[str, str]]:
-    """The NCCL environment each audited process ended up with."""
-    _, processes = read_launch(run_dir)
-    out: dict[int, dict[str, str]] = {}
+def per_process(run_dir: str | Path) -> tuple[dict[int, dict[str, str]], dict[int, dict[str, str]]]:
+    """For each audited pid: the NCCL environment it ended with, and the profile then in force."""
+    meta, processes = read_launch(run_dir)
+    env_by_pid: dict[int, dict[str, str]] = {}
+    expected_by_pid: dict[int, dict[str, str]] = {}
     for proc in processes:
-        for event in ENV_EVENTS:
-            recs = proc.events(event)
-            if recs and isinstance(recs[-1].get("env"), dict):
-                out[proc.pid] = recs[-1]["env"]
-                break
-    return out
+        for rec, exp in expectations(proc.records, meta.get("profile") if isinstance(meta, dict) else None):
+            if rec.get("event") in ENV_EVENTS and isinstance(rec.get("env"), dict):
+                env_by_pid[proc.pid] = rec["env"]
+            if exp is not None:
+                expected_by_pid[proc.pid] = dict(exp.env)
+    return env_by_pid, expected_by_pid
 
 
 def cross_check(report: Report, nccl_debug_dir: str | Path) -> dict[str, Any]:
     meta, _ = read_launch(report.run_dir)
-    expected = dict((meta.get("profile") or {}).get("env", {}))
+    launch_env = dict(((meta.get("profile") or {}) if isinstance(meta, dict) else {}).get("env", {}))
+    env_by_pid, expected_by_pid = per_process(report.run_dir)
     logs = parse_dir(nccl_debug_dir)
-    disagreements = compare(logs, expected, audit_env_by_pid(report.run_dir))
+    disagreements = compare(logs, launch_env, env_by_pid, expected_by_pid=expected_by_pid)
     errors = [d for d in disagreements if d.severity == "error"]
     text = "NCCL's own debug output (" + str(nccl_debug_dir) + ")\n" + format_text(disagreements, logs)
     return {

@@ -18,12 +18,11 @@ import _thread
 import errno
 import os
 import stat
-import sys
 import time
 
-from sglang_eagle_nccl import names
 from sglang_eagle_nccl._json_light import dumps as _dumps
 from sglang_eagle_nccl.errors import PluginStop
+from sglang_eagle_nccl.log import log
 
 TYPE_CHECKING = False  # typing/pathlib are not imported at interpreter start
 if TYPE_CHECKING:  # pragma: no cover
@@ -93,9 +92,17 @@ def process_file_name(pid: int | None = None, host: str | None = None) -> str:
     return f"{FILE_PREFIX}{host}-{pid or os.getpid()}{FILE_SUFFIX}"
 
 
-class AuditWriter:
-    """Appends JSON records to this process's audit file; never raises unless ``required``.
+# Records written before a process knows its launch directory (an SGLang launcher opens it only
+# at _set_envs_and_config) wait in memory; a process that never joins a launch drops them.
+MAX_PENDING = 256
 
+
+class AuditWriter:
+    """Appends JSON records to this process's audit file.
+
+    Never raises, with one deliberate exception: under the policy's ``audit_required`` a record
+    that cannot be written raises :class:`AuditError` (the user asked for fail-closed auditing).
+    Without a launch directory, records are kept in memory until :meth:`attach` names one.
     Runs at interpreter start in enabled processes, so it sticks to ``os``, ``_thread`` and the
     start-up JSON writer.
     """
@@ -109,6 +116,7 @@ class AuditWriter:
         self._lock = _thread.allocate_lock()
         self._failed: str | None = None
         self._host = hostname()
+        self._pending: list[bytes] = []
 
     @property
     def path(self) -> Path | None:
@@ -124,6 +132,17 @@ class AuditWriter:
     def failure(self) -> str | None:
         return self._failed
 
+    def attach(self, run_dir: str | Path) -> bool:
+        """Join a launch directory: later records go there, and so do the ones kept so far."""
+        with self._lock:
+            self.run_dir = str(run_dir)
+            pending, self._pending = self._pending, []
+            self._close_locked()
+            ok = True
+            for line in pending:
+                ok = self._write_locked(line) and ok
+            return ok
+
     def _open(self) -> int:
         assert self.run_dir is not None
         _secure_dir(self.run_dir, create_parents=False)
@@ -132,21 +151,30 @@ class AuditWriter:
 
     def write(self, event: str, **fields: Any) -> bool:
         """Append one record. Returns False (after one stderr warning) when it cannot be written."""
-        if self.run_dir is None:
-            return False
-        record = {"ts": time.time(), "pid": os.getpid(), "role": self.role, "event": event, **fields}
-        line = (_dumps(record) + "\n").encode("utf-8")
+        try:
+            record = {"ts": time.time(), "pid": os.getpid(), "role": self.role, "event": event, **fields}
+            line = (_dumps(record) + "\n").encode("utf-8", "backslashreplace")
+        except Exception as exc:  # noqa: BLE001 - a record that cannot be encoded must not break SGLang
+            line = (_dumps({"ts": time.time(), "pid": os.getpid(), "role": self.role, "event": "audit_error",
+                            "lost_event": str(event), "error": repr(exc)}) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
-            try:
-                if self._fd is None or self._pid != os.getpid():
-                    self._fd = self._open()
-                    self._pid = os.getpid()
-                written = os.write(self._fd, line)
-                if written != len(line):
-                    raise OSError(errno.ENOSPC, "short write (disk full?)")
-                return True
-            except (OSError, AuditError) as exc:
-                return self._fail(exc)
+            if self.run_dir is None:
+                if len(self._pending) < MAX_PENDING:
+                    self._pending.append(line)
+                return False
+            return self._write_locked(line)
+
+    def _write_locked(self, line: bytes) -> bool:
+        try:
+            if self._fd is None or self._pid != os.getpid():
+                self._fd = self._open()
+                self._pid = os.getpid()
+            written = os.write(self._fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, "short write (disk full?)")
+            return True
+        except (OSError, AuditError) as exc:
+            return self._fail(exc)
 
     def _fail(self, exc: Exception) -> bool:
         message = f"cannot write audit record to {self.file_path}: {exc}"
@@ -154,27 +182,45 @@ class AuditWriter:
             raise AuditError(message + " (audit_required is set)") from exc
         if self._failed is None:
             self._failed = message
-            print(f"[sglang-eagle-nccl] WARNING: {message}; continuing without audit", file=sys.stderr, flush=True)
+            log(f"WARNING: {message}; continuing without audit")
         return False
+
+    def _close_locked(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
 
     def close(self) -> None:
         with self._lock:
-            if self._fd is not None:
-                try:
-                    os.close(self._fd)
-                finally:
-                    self._fd = None
+            self._close_locked()
 
 
 def write_launch_meta(run_dir: str | Path, meta: dict[str, Any]) -> None:
     """Written once by the process that created the launch directory."""
     path = os.path.join(run_dir, LAUNCH_META)
-    import json
-
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w") as fh:
-        json.dump(meta, fh, sort_keys=True, indent=1, default=str)
+        fh.write(_dumps(meta))
 
 
-def run_dir_from_environ() -> str | None:
-    return os.environ.get(names.ENV_RUN_DIR) or None
+def open_launch(root: str | None, meta: dict[str, Any], *, required: bool) -> str | None:
+    """Open a new launch: ``<root>/<launch id>/`` with its ``launch.json``. The one error policy.
+
+    Only launches call this: ``launch``, SGLang's launcher (at ``_set_envs_and_config``),
+    ``preflight`` and ``env --audit-dir``. When the directory cannot be made: under
+    ``audit_required`` raise :class:`AuditError` (the caller stops); otherwise say so once, loudly,
+    and return None (the launch runs without audit).
+    """
+    try:
+        run_dir = str(new_launch_dir(os.path.abspath(root) if root else None))
+        write_launch_meta(run_dir, meta)
+        return run_dir
+    except (OSError, AuditError) as exc:
+        message = f"cannot create the audit directory under {root or default_root()}: {exc}"
+        if required:
+            raise AuditError(f"{message} (audit_required is set); pass a writable audit directory") from exc
+        log(f"WARNING: {message}; continuing WITHOUT audit (set audit_required to make this fatal)", once="no-audit-dir")
+        return None

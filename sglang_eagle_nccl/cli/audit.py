@@ -20,7 +20,7 @@ def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None
 
     Exit 1 if any communicator missed the profile.
     """
-    from sglang_eagle_nccl.audit.report import format_text, load_report
+    from sglang_eagle_nccl.audit.verdict import format_text, load_report
 
     try:
         report = load_report(directory)

@@ -64,7 +64,7 @@ def analyze(logs: tuple[str, ...], audit_dir: str | None, baseline_decode_ms: fl
 
     problems: list[str] = []
     if audit_dir:
-        from sglang_eagle_nccl.audit.report import load_report, problems_for_analyze
+        from sglang_eagle_nccl.audit.verdict import load_report, problems_for_analyze
 
         try:
             problems = problems_for_analyze(load_report(audit_dir))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -31,30 +32,45 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     """
     import shlex
 
-    from sglang_eagle_nccl import names
-    from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
-    from sglang_eagle_nccl.names import ENV_ROOT_PID
+    from sglang_eagle_nccl.audit.writer import AuditError, open_launch
+    from sglang_eagle_nccl.runtime.handoff import EXTERNAL_ROOT, child_environment
 
     profile = resolve_or_exit(profiles, nccl_env, allow_unknown=allow_unknown).profile
-    out: dict[str, str] = dict(profile.process_env(node_rank))
-    out[names.ENV_ENABLE] = "1"
-    out[names.ENV_PROFILE] = profile.to_json()
-    if node_rank is not None:
-        out[names.ENV_NODE_RANK] = str(node_rank)
+    run_dir = None
     if audit_dir:
-        run_dir = new_launch_dir(audit_dir)
-        write_launch_meta(run_dir, {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl env"})
-        out[names.ENV_RUN_DIR] = str(run_dir)
-        # No process of that launch is the launcher: they all audit as processes of one launch.
-        out[ENV_ROOT_PID] = "external"
+        meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl env"}
+        try:
+            run_dir = open_launch(audit_dir, meta, required=True)
+        except AuditError as exc:
+            fail_input(str(exc))
+    # With a launch directory no process of that launch is its root: they all join it as children.
+    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
+                                root_pid=EXTERNAL_ROOT if run_dir else None)
+    out = {k: v for k, v in updates.items() if v is not None}
     if fmt == "json":
         emit_json(out)
     elif fmt == "dotenv":
+        problems = [k for k, v in out.items() if not dotenv_safe(v)]
+        if problems:
+            fail_input(
+                f"{', '.join(problems)}: the value holds a quote, backslash, '$', a line break or surrounding "
+                "whitespace, which systemd EnvironmentFile= and docker --env-file read differently; "
+                "Fix: use --format json or shell for this profile"
+            )
         for k, v in out.items():
             click.echo(f"{k}={v}")
     else:
         for k, v in out.items():
             click.echo(f"export {k}={shlex.quote(v)}")
+
+
+def dotenv_safe(value: str) -> bool:
+    """Read the same, byte for byte, by systemd ``EnvironmentFile=`` and ``docker --env-file``.
+
+    docker takes everything after the first ``=`` verbatim; systemd strips surrounding whitespace
+    and interprets quotes and backslashes. A value with none of those reads the same in both.
+    """
+    return value == value.strip() and not any(c in value for c in "\"'\\$\n\r") and not value.startswith("#")
 
 
 # --- launch -----------------------------------------------------------------------------------
@@ -81,23 +97,63 @@ def launch(
       sglang-eagle-nccl launch --profile pcie-8gpu -- --model-path M --tp 8 \\
           --speculative-algorithm EAGLE3 --speculative-draft-model-path D
     """
+    from sglang_eagle_nccl.audit.writer import AuditError
     from sglang_eagle_nccl.launchers.server import plan_launch, run
 
     args = list(server_args)
     if args and args[0] == "--":
         args = args[1:]
+    _refuse_misplaced_options(args)
+    if python is not None:
+        _check_python(python)
     resolution = resolve_or_exit(
         profiles, nccl_env, allow_unknown=allow_unknown, audit_dir=audit_dir, audit_required=audit_required,
         allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None,
     )
     _check_sglang_coverage(resolution.profile, python)
-    plan = plan_launch(resolution.profile, args, python=python)
+    try:
+        plan = plan_launch(resolution.profile, args, python=python, dry_run=dry_run)
+    except AuditError as exc:
+        fail_input(str(exc))
     if dry_run:
-        emit_json({"argv": plan.argv, "env": plan.env_updates, "run_dir": str(plan.run_dir) if plan.run_dir else None})
+        emit_json({"argv": plan.argv, "env": plan.env_updates, "run_dir": None,
+                   "note": "dry run: nothing was written; a real launch opens its audit directory first"})
         return
     if plan.run_dir:
         click.echo(f"[sglang-eagle-nccl] profile '{resolution.profile.name}'; audit: {plan.run_dir}", err=True)
     sys.exit(run(plan))
+
+
+# The wrapper's own options. SGLang has none of these names, so one among the server arguments
+# is a misplaced plugin option, never meant for SGLang.
+_OWN_OPTIONS = (
+    "--profile", "-p", "--nccl-env", "--allow-unknown", "--audit-dir", "--audit-required", "--allow-partial",
+    "--sglang-wins", "--python", "--dry-run",
+)
+
+
+def _refuse_misplaced_options(args: list[str]) -> None:
+    for arg in args:
+        if arg == "--":
+            return  # everything after a second `--` is the user's explicit choice
+        name = arg.split("=", 1)[0]
+        if name in _OWN_OPTIONS:
+            fail_input(
+                f"{name} comes after the server arguments, where it would be passed to SGLang. "
+                f"Fix: put the plugin's options before `--`, e.g. "
+                f"sglang-eagle-nccl launch {name} ... -- --model-path M ..."
+            )
+
+
+def _check_python(python: str) -> None:
+    import shutil
+
+    found = shutil.which(python)
+    if found is None or not os.path.isfile(found):
+        fail_input(
+            f"--python {python}: no such executable interpreter. Fix: pass the path of the SGLang environment's "
+            "python, e.g. --python /path/to/venv/bin/python"
+        )
 
 
 def _check_sglang_coverage(profile: Any, python: str | None) -> None:

@@ -17,11 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglang_eagle_nccl import names
-from sglang_eagle_nccl.audit.report import MARK, Report, format_text, load_report
-from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
-from sglang_eagle_nccl.names import ENV_ROOT_PID
+from sglang_eagle_nccl.audit.verdict import MARK, Report, format_text, load_report
 from sglang_eagle_nccl.runtime.environ import put_back
+from sglang_eagle_nccl.runtime.handoff import child_environment
 
 
 class PreflightError(RuntimeError):
@@ -103,13 +101,13 @@ def _rank_main(info: dict[str, Any], queue: Any) -> None:
     """Body of one preflight rank (a spawned process)."""
     rank = info["rank"]
     try:
-        from sglang_eagle_nccl.runtime import bootstrap
+        from sglang_eagle_nccl.runtime import bootstrap, installer
         from sglang_eagle_nccl.runtime.state import STATE
 
         # Activated already by the .pth bootstrap when the plugin is installed; explicit here so
         # a source checkout behaves the same.
         bootstrap.activate(origin="preflight")
-        bootstrap.ensure_hooks()
+        installer.ensure_hooks()
         STATE.role = f"preflight_TP{rank}"
         if STATE.audit is not None:
             STATE.audit.role = STATE.role
@@ -183,27 +181,28 @@ def run_preflight(
     else:
         host, port = "127.0.0.1", _free_port()
     init_method = f"tcp://{host}:{port}"
-    try:
-        run_dir = new_launch_dir(profile.policy.audit_dir)
-    except (OSError, RuntimeError) as exc:
-        # The audit is what preflight produces: without a place to write it, stop here.
-        raise PreflightError(f"cannot create the audit directory ({exc}); pass --audit-dir to a writable directory") from None
-    write_launch_meta(run_dir, {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl preflight", "tp_size": tp_size, "nnodes": nnodes, "node_rank": node_rank})
+    from sglang_eagle_nccl.audit.writer import AuditError, open_launch
 
-    # Children inherit the environment at start(): the serialised profile, the run directory,
-    # and (multi-node) this node's rank for its [nodes.<rank>.env] section.
-    child_env = {
-        names.ENV_ENABLE: os.environ.get(names.ENV_ENABLE) or "1",
-        names.ENV_PROFILE: profile.to_json(),
-        names.ENV_RUN_DIR: str(run_dir),
-        names.ENV_NODE_RANK: str(node_rank),
-        ENV_ROOT_PID: str(os.getpid()),
-    }
-    saved = {k: os.environ.get(k) for k in child_env}
-    os.environ.update(child_env)
+    meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl preflight", "tp_size": tp_size,
+            "nnodes": nnodes, "node_rank": node_rank}
+    try:
+        # The audit is what preflight produces: without a place to write it, stop here.
+        run_dir = open_launch(profile.policy.audit_dir, meta, required=True)
+    except AuditError as exc:
+        raise PreflightError(f"{exc}; pass --audit-dir to a writable directory") from None
+    assert run_dir is not None
+    # Children inherit the environment at start(): the one hand-off every launcher uses, plus the
+    # CPU binding of preflight's own ranks (not NCCL settings).
+    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
+                                root_pid=str(os.getpid()))
     cpu_env = cpu_rank_env(local_ranks) if device == "cpu" else {}
+    saved = {k: os.environ.get(k) for k in [*updates, *cpu_env]}
+    for k, v in updates.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     for k, v in cpu_env.items():
-        saved.setdefault(k, os.environ.get(k))
         os.environ.setdefault(k, v)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()

@@ -1,74 +1,73 @@
 """``launch``: start SGLang's server with a profile in every process it spawns.
 
 The wrapper validates the profile first (nothing starts on a bad profile), checks that the
-installed SGLang is covered by a patch set, creates the launch's audit directory, and runs
-``python -m sglang.launch_server <args>`` with the profile serialised into the environment.
-The server's interpreter activates the plugin from the ``.pth`` bootstrap (every SGLang
-version), so this works the same on SGLang releases with and without native plugins.
-Signals are forwarded; when the server exits, the audit verdict is printed.
+installed SGLang is covered by a patch set, opens the launch's audit directory, and runs
+``python -m sglang.launch_server <args>`` with the environment built by
+:func:`~sglang_eagle_nccl.runtime.handoff.child_environment`. The server's interpreter activates
+the plugin from the ``.pth`` bootstrap (every SGLang version), so this works the same on SGLang
+releases with and without native plugins. Signals are forwarded; when the server exits, the
+audit verdict is printed.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl import names
-from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
-from sglang_eagle_nccl.names import ENV_ROOT_PID
+from sglang_eagle_nccl.log import log
 from sglang_eagle_nccl.profile.model import Profile
+from sglang_eagle_nccl.runtime.handoff import child_environment, merged
 
 
 @dataclass(frozen=True)
 class LaunchPlan:
     argv: list[str]
-    env_updates: dict[str, str]
-    run_dir: Path | None
+    env_updates: dict[str, str | None]
+    run_dir: str | None
     node_rank: int | None
 
 
+def _node_rank_value(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def node_rank_from_args(args: Sequence[str]) -> int | None:
-    for i, a in enumerate(args):
-        if a == "--node-rank" and i + 1 < len(args) and args[i + 1].isdigit():
-            return int(args[i + 1])
-        if a.startswith("--node-rank=") and a.split("=", 1)[1].isdigit():
-            return int(a.split("=", 1)[1])
-    return None
+    """``--node-rank`` as SGLang's own argparse reads it: ``--node-rank N`` or ``=N``, the last one wins."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--node-rank", type=_node_rank_value, default=None)
+    try:
+        known, _ = parser.parse_known_args(list(args))
+    except SystemExit:  # `--node-rank` without a value: SGLang's own parser reports it
+        return None
+    return known.node_rank
 
 
-def plan_launch(profile: Profile, server_args: Sequence[str], *, python: str | None = None) -> LaunchPlan:
-    """Decide the command and environment (creates only the audit directory)."""
+def plan_launch(profile: Profile, server_args: Sequence[str], *, python: str | None = None,
+                dry_run: bool = False, environ: dict[str, str] | None = None) -> LaunchPlan:
+    """Decide the command and environment. Opens the launch directory, except for a dry run."""
+    from sglang_eagle_nccl.audit.writer import open_launch
+
+    environ = dict(os.environ) if environ is None else environ
     node_rank = node_rank_from_args(server_args)
     run_dir = None
-    try:
-        run_dir = new_launch_dir(profile.policy.audit_dir)
-        write_launch_meta(run_dir, {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl launch", "server_args": list(server_args)})
-    except Exception as exc:  # noqa: BLE001
-        if profile.policy.audit_required:
-            raise
-        print(f"[sglang-eagle-nccl] WARNING: cannot create the audit directory ({exc}); continuing without audit", file=sys.stderr)
-    env = dict(profile.process_env(node_rank))
-    env[names.ENV_ENABLE] = profile.name if "/" not in profile.name else "1"
-    env[names.ENV_PROFILE] = profile.to_json()
-    if run_dir is not None:
-        env[names.ENV_RUN_DIR] = str(run_dir)
-    if node_rank is not None:
-        env[names.ENV_NODE_RANK] = str(node_rank)
+    if not dry_run:
+        meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl launch", "server_args": list(server_args)}
+        run_dir = open_launch(profile.policy.audit_dir, meta, required=profile.policy.audit_required)
+    # The server process is the root of the launch (it runs SGLang's launcher code): root_pid None.
+    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=environ, root_pid=None,
+                                create_key=not dry_run)
     argv = [python or sys.executable, "-m", "sglang.launch_server", *server_args]
-    return LaunchPlan(argv, env, run_dir, node_rank)
+    return LaunchPlan(argv, updates, run_dir, node_rank)
 
 
 def run(plan: LaunchPlan, *, summary: bool = True) -> int:
-    env = dict(os.environ)
-    # The server process is the root of the launch (it runs SGLang's launcher code).
-    env.pop(ENV_ROOT_PID, None)
-    env.update(plan.env_updates)
+    env = merged(os.environ, plan.env_updates)
     proc = subprocess.Popen(plan.argv, env=env)
 
     def forward(signum: int, _frame: Any) -> None:
@@ -82,16 +81,14 @@ def run(plan: LaunchPlan, *, summary: bool = True) -> int:
         for s, h in previous.items():
             signal.signal(s, h)
     if summary and plan.run_dir is not None:
-        from sglang_eagle_nccl.audit.report import MARK, load_report
+        from sglang_eagle_nccl.audit.verdict import MARK, load_report
 
         try:
             report = load_report(plan.run_dir)
-            print(
-                f"[sglang-eagle-nccl] audit {MARK[report.verdict]} ({report.verdict}): "
-                f"{len(report.processes)} process(es), {len(report.communicators)} communicator record(s); "
-                f"details: sglang-eagle-nccl audit {plan.run_dir}",
-                file=sys.stderr,
+            log(
+                f"audit {MARK[report.verdict]} ({report.verdict}): {len(report.processes)} process(es), "
+                f"{len(report.communicators)} communicator record(s); details: sglang-eagle-nccl audit {plan.run_dir}"
             )
-        except FileNotFoundError:
-            print(f"[sglang-eagle-nccl] no audit records were written in {plan.run_dir}", file=sys.stderr)
+        except (OSError, ValueError) as exc:
+            log(f"no audit could be read from {plan.run_dir}: {exc}")
     return code

@@ -921,6 +921,7 @@ def compare(
     logs: Iterable[NcclProcessLog],
     expected_env: Mapping[str, Any],
     audit_by_pid: Mapping[Any, Mapping[str, Any]] | None = None,
+    expected_by_pid: Mapping[Any, Mapping[str, Any]] | None = None,
 ) -> list[Disagreement]:
     """Disagreements between NCCL's own reports, the expected env and the plugin audit.
 
@@ -929,12 +930,15 @@ def compare(
     NCCL prints a variable only where and when it reads it), ``unverifiable`` (NCCL never
     prints it). With ``audit_by_pid`` (pid -> {NCCL_X: value} recorded by the plugin):
     ``not_in_audit`` (NCCL read it, the audit of that pid lacks it), ``audit_mismatch`` and
-    ``process_not_audited``.
+    ``process_not_audited``. ``expected_by_pid`` (pid -> expected env) replaces ``expected_env``
+    for the processes it names (the profile in force in that process, per-node values included).
     """
-    expected = {str(k): str(v) for k, v in expected_env.items()}
+    default_expected = {str(k): str(v) for k, v in expected_env.items()}
+    per_pid = {int(k): {str(n): str(v) for n, v in e.items()} for k, e in (expected_by_pid or {}).items()}
     audit = _norm_audit(audit_by_pid) if audit_by_pid is not None else None
     out: list[Disagreement] = []
     for log in sorted(logs, key=lambda lg: (lg.host, lg.pid)):
+        expected = per_pid.get(log.pid, default_expected)
         for name, want in sorted(expected.items()):
             if name in _UNOBSERVABLE:
                 out.append(

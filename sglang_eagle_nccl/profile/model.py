@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglang_eagle_nccl import names
-from sglang_eagle_nccl.findings import Finding, ProfileError, error
-from sglang_eagle_nccl.profile.policy import Policy, policy_from_mapping
+from sglang_eagle_nccl.profile.policy import Policy
 
 Pairs = tuple[tuple[str, str], ...]
-
-SERIAL_VERSION = 1
 
 # SGLang's GroupCoordinator group names, any version (sglang-internals.md §7b). A group section
 # for another name is allowed (new SGLang releases add groups) but warned about.
@@ -33,6 +29,8 @@ class Profile:
     policy: Policy = field(default_factory=Policy)
     sources: tuple[str, ...] = ()
     description: str = ""
+    # Size/rank/group rules for the tuner plugin, as plain validated dicts (nccl/tuner_rules.py).
+    tuner_rules: tuple[dict[str, Any], ...] = ()
 
     # -- views -------------------------------------------------------------------------------
     def env_dict(self) -> dict[str, str]:
@@ -67,10 +65,9 @@ class Profile:
             names.update(k for k, _ in pairs)
         return names
 
-    # -- serialisation -------------------------------------------------------------------------
+    # -- plain data (what the wire format carries) -----------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
-            "v": SERIAL_VERSION,
             "name": self.name,
             "description": self.description,
             "env": dict(self.env),
@@ -78,90 +75,23 @@ class Profile:
             "nodes": {str(n): dict(p) for n, p in self.nodes},
             "policy": self.policy.to_dict(),
             "sources": list(self.sources),
+            "tuner_rules": [dict(r) for r in self.tuner_rules],
         }
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-
     @classmethod
-    def from_json(cls, text: str) -> Profile:
-        """Rebuild a profile serialised by :meth:`to_json` (the ``SGLANG_EAGLE_NCCL_PROFILE`` value).
+    def from_validated_data(cls, data: Mapping[str, Any]) -> Profile:
+        """Rebuild a profile from :meth:`to_dict` output that a validating process wrote.
 
-        Structure and variable names are checked again here: the string comes from the
-        environment, so nothing outside ``NCCL_*``/``TORCH_NCCL_*`` may slip in through it.
-        Values were validated by the launcher that produced the string.
+        No value is checked here: callers hold proof (the wire format's digest) that the data is
+        exactly what :func:`~sglang_eagle_nccl.profile.resolve.validate_layer` accepted.
         """
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ProfileError([_bad_serial(f"not valid JSON ({exc})")]) from None
-        if not isinstance(data, dict) or data.get("v") != SERIAL_VERSION:
-            raise ProfileError([_bad_serial(f"expected an object with v={SERIAL_VERSION}")])
-        allowed = {"v", "name", "description", "env", "groups", "nodes", "policy", "sources"}
-        extra = set(data) - allowed
-        if extra:
-            raise ProfileError([_bad_serial(f"unknown keys {sorted(extra)}")])
-        findings: list[Finding] = []
-        env = _serial_pairs(data.get("env", {}), "env", findings)
-        groups_raw = data.get("groups", {})
-        nodes_raw = data.get("nodes", {})
-        if not isinstance(groups_raw, dict) or not isinstance(nodes_raw, dict):
-            raise ProfileError([_bad_serial("groups and nodes must be objects")])
-        groups = tuple(
-            sorted((str(g), _serial_pairs(p, f"groups.{g}", findings)) for g, p in groups_raw.items())
-        )
-        nodes: list[tuple[int, Pairs]] = []
-        for n, p in nodes_raw.items():
-            if not str(n).isdigit():
-                findings.append(_bad_serial(f"node key {n!r} is not a node rank"))
-                continue
-            nodes.append((int(n), _serial_pairs(p, f"nodes.{n}", findings)))
-        policy, policy_findings = policy_from_mapping(data.get("policy", {}), "serialised profile")
-        findings += policy_findings
-        if any(f.severity == "error" for f in findings):
-            raise ProfileError(findings)
-        name = data.get("name")
-        sources = data.get("sources", [])
-        if not isinstance(name, str) or not isinstance(sources, list):
-            raise ProfileError([_bad_serial("name must be a string and sources a list")])
         return cls(
-            name=name,
-            env=env,
-            groups=groups,
-            nodes=tuple(sorted(nodes)),
-            policy=policy,
-            sources=tuple(str(s) for s in sources),
+            name=str(data.get("name", "")),
+            env=tuple(sorted(data.get("env", {}).items())),
+            groups=tuple(sorted((str(g), tuple(sorted(e.items()))) for g, e in data.get("groups", {}).items())),
+            nodes=tuple(sorted((int(n), tuple(sorted(e.items()))) for n, e in data.get("nodes", {}).items())),
+            policy=Policy.from_validated_data(data.get("policy", {})),
+            sources=tuple(data.get("sources", ())),
             description=str(data.get("description", "")),
+            tuner_rules=tuple(dict(r) for r in data.get("tuner_rules", ())),
         )
-
-
-def _bad_serial(why: str) -> Finding:
-    return error(
-        names.ENV_PROFILE, None,
-        f"the serialised profile is malformed: {why}",
-        f"unset {names.ENV_PROFILE}; it is written by sglang-eagle-nccl for the processes it starts",
-    )
-
-
-def _serial_pairs(obj: Any, where: str, findings: list[Finding]) -> Pairs:
-    from sglang_eagle_nccl.names import is_allowed_name
-
-    if not isinstance(obj, dict):
-        findings.append(_bad_serial(f"{where} must be an object"))
-        return ()
-    pairs = []
-    for k, v in obj.items():
-        if not isinstance(k, str) or not is_allowed_name(k):
-            findings.append(
-                error(
-                    str(k), None,
-                    f"{where}: a profile may only set NCCL_* and TORCH_NCCL_* variables",
-                    f"remove it from {names.ENV_PROFILE}",
-                )
-            )
-            continue
-        if not isinstance(v, str) or "\x00" in v or "\n" in v:
-            findings.append(_bad_serial(f"{where}.{k} must be a one-line string"))
-            continue
-        pairs.append((k, v))
-    return tuple(sorted(pairs))

@@ -54,6 +54,14 @@ class Policy:
         d["sglang_wins"] = list(self.sglang_wins)
         return d
 
+    @classmethod
+    def from_validated_data(cls, data: Mapping[str, Any]) -> Policy:
+        """From :meth:`to_dict` output a validating process wrote (see ``Profile.from_validated_data``)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["sglang_wins"] = tuple(values.get("sglang_wins", ()))
+        return cls(**values)
+
 
 def _parse_bool(key: str, value: Any, source: str) -> tuple[bool | None, list[Finding]]:
     if isinstance(value, bool):

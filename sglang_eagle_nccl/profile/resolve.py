@@ -47,8 +47,6 @@ def resolve(
     ``SGLANG_EAGLE_NCCL`` (used when ``specs`` is empty), ``SGLANG_EAGLE_NCCL_ENV`` and the
     policy variables. Nothing is applied here.
     """
-    from sglang_eagle_nccl.nccl import variables as nccl_vars
-
     environ = os.environ if environ is None else environ
     findings: list[Finding] = []
     merged = _Layer()
@@ -87,7 +85,26 @@ def resolve(
     if policy_flags:
         merged.policy.update({k: v for k, v in policy_flags.items() if v is not None})
 
-    policy, f = policy_from_mapping(merged.policy, "policy")
+    return validate_layer(
+        merged,
+        name="+".join(layer_names) if layer_names else "(environment)",
+        sources=sources,
+        findings=findings,
+    )
+
+
+def validate_layer(
+    merged: _Layer, *, name: str, sources: Sequence[str], findings: Sequence[Finding] = (), policy_source: str = "policy"
+) -> Resolution:
+    """Every value rule a profile must pass, on a merged layer; raise ProfileError listing all errors.
+
+    :func:`resolve` and the wire decoder (:func:`validate_data`) both end here, so a profile read
+    back from the environment is held to exactly the rules of one resolved from files and flags.
+    """
+    from sglang_eagle_nccl.nccl import variables as nccl_vars
+
+    findings = list(findings)
+    policy, f = policy_from_mapping(merged.policy, policy_source)
     findings += f
     from packaging.version import Version
 
@@ -156,7 +173,7 @@ def resolve(
     if errors:
         raise ProfileError(findings)
     profile = Profile(
-        name="+".join(layer_names) if layer_names else "(environment)",
+        name=name,
         env=tuple(sorted(merged.env.items())),
         groups=tuple(sorted((g, tuple(sorted(e.items()))) for g, e in merged.groups.items() if e)),
         nodes=tuple(sorted((n, tuple(sorted(e.items()))) for n, e in merged.nodes.items() if e)),
@@ -165,3 +182,34 @@ def resolve(
         description=merged.description,
     )
     return Resolution(profile, tuple(x for x in findings if x.severity == "warning"))
+
+
+def validate_data(data: Mapping[str, Any], *, source: str) -> Profile:
+    """A profile read back as plain data (``Profile.to_dict()`` shape), held to every rule of resolve().
+
+    Used for a serialised profile that no validating process provably wrote. Node keys must be
+    ASCII decimal node ranks; everything else is checked by :func:`validate_layer`.
+    """
+    layer = _Layer()
+    layer.env = dict(data.get("env", {}))
+    layer.groups = {str(g): dict(e) for g, e in data.get("groups", {}).items()}
+    bad_nodes = [str(n) for n in data.get("nodes", {}) if not (str(n).isascii() and str(n).isdigit())]
+    if bad_nodes:
+        raise ProfileError([
+            error(f"nodes.{n}", None, "node sections are keyed by node rank (0, 1, ...)", "write [nodes.0.env]").with_source(source)
+            for n in bad_nodes
+        ])
+    layer.nodes = {int(n): dict(e) for n, e in data.get("nodes", {}).items()}
+    layer.policy = dict(data.get("policy", {}))
+    description = data.get("description", "")
+    layer.description = description if isinstance(description, str) else ""
+    for prefix, pairs in (("env", layer.env), *((f"groups.{g}", e) for g, e in layer.groups.items()),
+                          *((f"nodes.{n}", e) for n, e in layer.nodes.items())):
+        layer.origin.update({f"{prefix}:{k}": source for k in pairs})
+    sources = data.get("sources", [])
+    return validate_layer(
+        layer,
+        name=str(data.get("name", "(serialised)")),
+        sources=[str(x) for x in sources] if isinstance(sources, list) else [],
+        policy_source=source,
+    ).profile

@@ -94,6 +94,8 @@ class PatchSet:
     mechanism: Mechanism
     hooks: tuple[Hook, ...]
     sglang_writes: tuple[str, ...] = ()
+    # (server flag, NCCL variables SGLang writes for correctness while the flag is on)
+    correctness_writes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     notes: str = ""
     path: str = ""
 
@@ -165,6 +167,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> PatchSet:
             mechanism=head["mechanism"],
             hooks=tuple(hooks),
             sglang_writes=tuple(head.get("sglang_writes", ())),
+            correctness_writes=tuple(sorted((str(k), tuple(v)) for k, v in head.get("correctness_writes", {}).items())),
             notes=head.get("notes", ""),
             path=path,
         )

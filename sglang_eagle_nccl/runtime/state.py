@@ -1,10 +1,10 @@
-"""The plugin's per-process state (one activation per process).
+"""The plugin's per-process state (one activation per process, possibly reconfigured by flags).
 
 Imported at interpreter start in every process of an enabled launch, so it avoids
 ``dataclasses``/``threading`` (which pull in ``inspect``, ``re`` ...): a plain class and a
-lock from ``_thread``. The validated :class:`~sglang_eagle_nccl.profile.model.Profile` object is
-built lazily from the serialised JSON the first time a hook needs it, by which time SGLang
-has imported everything that construction needs anyway.
+lock from ``_thread``. The :class:`~sglang_eagle_nccl.profile.model.Profile` object is built
+lazily from the validated plain data the first time a hook needs it, by which time SGLang has
+imported everything that construction needs anyway.
 """
 
 from __future__ import annotations
@@ -36,14 +36,25 @@ class _RLock:
 class ProcessState:
     def __init__(self) -> None:
         self.active = False
+        # Why SGLang is refused in this process (the profile could not be applied), or None.
+        self.refused: str | None = None
         self.origin = ""
-        self.profile_json: str | None = None
-        self.profile_data: dict[str, Any] | None = None
+        self.role = "process"
+        self.is_root = False
+        # The validated profile as plain data (Profile.to_dict() shape) and its wire text.
+        self.data: dict[str, Any] | None = None
+        self.wire: str | None = None
         self._profile: Profile | None = None
+        self.node_rank: int | None = None
+        # The NCCL environment this process must hold from now on (profile + node section, after
+        # the sglang_wins decisions inherited from the launcher).
+        self.expected_env: dict[str, str] = {}
+        # Values of every variable the plugin wrote, as they were before its first write: a
+        # profile replaced by launch flags gives back what the user had exported.
+        self.saved_before: dict[str, str | None] = {}
+        self.run_dir: str | None = None
         self.audit: AuditWriter | None = None
         self.selection: Selection | None = None
-        self.node_rank: int | None = None
-        self.role = "process"
         self.cli_hooks = False
         self.patches_installed = False
         self.uncovered: list[dict[str, Any]] = []
@@ -55,17 +66,19 @@ class ProcessState:
 
     @property
     def profile(self) -> Profile | None:
-        if self._profile is None and self.profile_json is not None:
+        if self._profile is None and self.data is not None:
             from sglang_eagle_nccl.profile.model import Profile
 
-            self._profile = Profile.from_json(self.profile_json)
+            self._profile = Profile.from_validated_data(self.data)
         return self._profile
 
-    @profile.setter
-    def profile(self, value: Profile | None) -> None:
-        self._profile = value
-        self.profile_json = value.to_json() if value is not None else None
-        self.profile_data = value.to_dict() if value is not None else None
+    def set_profile(self, data: dict[str, Any], profile: Profile | None) -> None:
+        self.data = data
+        self._profile = profile
+
+    @property
+    def policy(self) -> dict[str, Any]:
+        return (self.data or {}).get("policy", {})
 
 
 STATE = ProcessState()
@@ -86,3 +99,9 @@ def current_group_var() -> Any:
 def reset() -> None:
     """Forget the activation (tests only: a real process activates once)."""
     STATE.__init__()  # type: ignore[misc]
+
+
+def record(event: str, **fields: Any) -> None:
+    """One audit record of this process (kept in memory until the process joins a launch)."""
+    if STATE.audit is not None:
+        STATE.audit.write(event, **fields)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.audit.report import Report, load_report, read_launch
+from sglang_eagle_nccl.audit.report import read_launch
+from sglang_eagle_nccl.audit.verdict import Report, load_report
 from sglang_eagle_nccl.profile.resolve import resolve
 from support import sglang_cpu_run as run
 

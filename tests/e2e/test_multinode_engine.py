@@ -8,7 +8,8 @@ import signal
 import subprocess
 import time
 
-from sglang_eagle_nccl.audit.report import load_report, read_launch
+from sglang_eagle_nccl.audit.report import read_launch
+from sglang_eagle_nccl.audit.verdict import load_report
 from support import sglang_cpu_run as run
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_eagle_nccl.audit.report import load_report
+from sglang_eagle_nccl.audit.verdict import load_report
 from support.rank_runner import launcher_env, run_ranks
 
 CHECK_TIMEOUT = "20"

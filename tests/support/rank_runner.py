@@ -29,11 +29,11 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
     os.environ.update(extra_env)
     try:
         from sglang_eagle_nccl.audit import consistency
-        from sglang_eagle_nccl.runtime import bootstrap
+        from sglang_eagle_nccl.runtime import bootstrap, installer
         from sglang_eagle_nccl.runtime.state import STATE
 
         bootstrap.activate(origin="test-rank")
-        bootstrap.ensure_hooks()
+        installer.ensure_hooks()
         STATE.role = f"scheduler_TP{rank}"
         if STATE.audit:
             STATE.audit.role = STATE.role
@@ -60,21 +60,15 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
 
 
 def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
-    """What a launcher hands its children: the serialised profile, one launch directory."""
-    from sglang_eagle_nccl import names as _gate
-    from sglang_eagle_nccl.audit.writer import new_launch_dir, write_launch_meta
-    from sglang_eagle_nccl.names import ENV_ROOT_PID
+    """What a launcher hands its children: the plugin's one hand-off, with one launch directory."""
+    from sglang_eagle_nccl.audit.writer import open_launch
     from sglang_eagle_nccl.profile.resolve import resolve
+    from sglang_eagle_nccl.runtime.handoff import child_environment
 
     profile = resolve([profile_spec], use_environ=False, policy_flags=policy).profile
-    run_dir = new_launch_dir(audit_root)
-    write_launch_meta(run_dir, {"profile": profile.to_dict(), "launcher": "tests/support/rank_runner.py"})
-    return {
-        _gate.ENV_ENABLE: "1",
-        _gate.ENV_PROFILE: profile.to_json(),
-        _gate.ENV_RUN_DIR: str(run_dir),
-        ENV_ROOT_PID: str(os.getpid()),
-    }
+    run_dir = open_launch(audit_root, {"profile": profile.to_dict(), "launcher": "tests/support/rank_runner.py"}, required=True)
+    updates = child_environment(profile, run_dir=run_dir, node_rank=None, environ={}, root_pid=str(os.getpid()))
+    return {k: v for k, v in updates.items() if v is not None}
 
 
 def run_ranks(

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from sglang_eagle_nccl.findings import ProfileError
 from sglang_eagle_nccl.nccl import variables as nccl_vars
+from sglang_eagle_nccl.profile import wire
 from sglang_eagle_nccl.profile.model import Profile
 from sglang_eagle_nccl.profile.policy import Policy
 from sglang_eagle_nccl.profile.resolve import resolve
@@ -39,7 +40,8 @@ def test_debug_profile_writes_per_host_per_pid_files():
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_builtin_profile_is_valid_and_round_trips(name):
     p = resolve([name], use_environ=False).profile
-    assert Profile.from_json(p.to_json()) == p
+    assert Profile.from_validated_data(p.to_dict()) == p
+    assert wire.decode(wire.encode(p.to_dict(), inputs={}, run_dir=None), {}).data == p.to_dict()
 
 
 def test_layering_later_profile_wins(tmp_path):
@@ -129,22 +131,22 @@ def test_extends_builtin(tmp_path):
 
 
 def test_serialised_profile_refuses_non_nccl_names():
-    text = json.dumps({"v": 1, "name": "x", "env": {"LD_PRELOAD": "/tmp/x.so"}, "groups": {}, "nodes": {}, "policy": {}, "sources": []})
+    text = wire.encode({"name": "x", "env": {"LD_PRELOAD": "/opt/x.so"}}, inputs={}, run_dir=None)
     with pytest.raises(ProfileError) as info:
-        Profile.from_json(text)
+        wire.decode(text, {})
     assert "LD_PRELOAD" in str(info.value)
 
 
 def test_serialised_profile_refuses_non_nccl_names_in_groups():
-    text = json.dumps({"v": 1, "name": "x", "env": {}, "groups": {"tp": {"PATH": "/tmp"}}, "nodes": {}, "policy": {}, "sources": []})
+    text = wire.encode({"name": "x", "groups": {"tp": {"PATH": "/opt"}}}, inputs={}, run_dir=None)
     with pytest.raises(ProfileError):
-        Profile.from_json(text)
+        wire.decode(text, {})
 
 
-@pytest.mark.parametrize("text", ["", "{", "[]", '{"v": 2}', '{"v": 1, "evil": 1}'])
+@pytest.mark.parametrize("text", ["", "{", "[]", '{"v": 2}', "sen2..", "sen2.e30.-", "sen1.e30.-", "sen2.!!!!.-"])
 def test_serialised_profile_malformed(text):
     with pytest.raises(ProfileError):
-        Profile.from_json(text)
+        wire.decode(text, {})
 
 
 # --- random valid profiles round-trip through the single environment variable -------------
@@ -206,8 +208,10 @@ def test_random_valid_profiles_round_trip(parts):
         f = Path(d) / "p.toml"
         f.write_text("\n".join(lines) + "\n")
         p = resolve([str(f)], use_environ=False).profile
-    again = Profile.from_json(p.to_json())
-    assert again == p
-    assert again.to_json() == p.to_json()
-    assert again.env_dict() == env
-    assert {g: again.group_env(g) for g in groups} == groups
+    signed = wire.decode(wire.encode(p.to_dict(), inputs={}, run_dir=None), {})
+    unsigned = wire.decode(wire.encode(p.to_dict(), inputs={}, run_dir=None, key=b""), {})
+    assert signed.trusted and not unsigned.trusted
+    assert Profile.from_validated_data(signed.data) == p
+    assert unsigned.profile == p
+    assert unsigned.profile.env_dict() == env
+    assert {g: unsigned.profile.group_env(g) for g in groups} == groups

@@ -10,7 +10,7 @@ import pytest
 
 from sglang_eagle_nccl.audit.writer import AuditWriter, new_launch_dir
 from sglang_eagle_nccl.findings import ProfileError
-from sglang_eagle_nccl.profile.model import Profile
+from sglang_eagle_nccl.profile import wire
 from sglang_eagle_nccl.profile.resolve import resolve
 
 FORBIDDEN = ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH", "PYTHONPATH", "PYTHONSTARTUP", "CUDA_VISIBLE_DEVICES", "SGLANG_NCCL_SO_PATH", "NCCL", "NCCL_", "TORCH_NCCL", "nccl_debug", "NCCL_DEBUG\nLD_PRELOAD"]
@@ -37,15 +37,18 @@ def test_flags_and_plugin_env_never_set_non_nccl(name):
 @pytest.mark.parametrize("name", FORBIDDEN)
 @pytest.mark.parametrize("section", ["env", "groups", "nodes"])
 def test_serialised_profile_never_sets_non_nccl(name, section):
-    data = {"v": 1, "name": "x", "env": {}, "groups": {}, "nodes": {}, "policy": {}, "sources": []}
+    data = {"name": "x", "env": {}, "groups": {}, "nodes": {}, "policy": {}, "sources": []}
     if section == "env":
         data["env"] = {name: "x"}
     elif section == "groups":
         data["groups"] = {"tp": {name: "x"}}
     else:
         data["nodes"] = {"0": {name: "x"}}
-    with pytest.raises(ProfileError):
-        Profile.from_json(json.dumps(data))
+    # Signed with this user's own key or not signed at all: a non-NCCL name never gets through.
+    for key in (None, b""):
+        text = wire.encode(data, inputs={}, run_dir=None, key=key)
+        with pytest.raises(ProfileError):
+            wire.decode(text, {})
 
 
 def test_profile_values_are_never_expanded(tmp_path, monkeypatch):

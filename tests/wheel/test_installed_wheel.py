@@ -104,7 +104,23 @@ def test_gate_on_activates_parent_and_spawn_child(venv_python, tmp_path):
         assert out[who]["has_profile_var"]
     assert out["parent"]["state"]["role"] == "launcher"
     assert out["child"]["state"]["role"] == "child"
-    (launch,) = [d for d in audit_root.iterdir() if d.is_dir()]
+    assert "profile 'pcie-8gpu' applied" in res["stderr"]
+    # A Python program that is not an SGLang launch opens no launch directory: there is nothing
+    # for `audit` to pass (launches are launches).
+    assert not audit_root.exists()
+
+
+def test_processes_of_an_env_launch_join_its_directory(venv_python, tmp_path):
+    """`env --audit-dir` opens one launch; every process started from that environment audits into it."""
+    cli = venv_python.parent / "sglang-eagle-nccl"
+    printed = subprocess.run([str(cli), "env", "--profile", "pcie-8gpu", "--audit-dir", str(tmp_path / "audit"),
+                              "--format", "json"], capture_output=True, text=True, env=_env(), timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    env_vars = json.loads(printed.stdout)
+    (launch,) = [d for d in (tmp_path / "audit").iterdir() if d.is_dir()]
+    res = _probe(venv_python, tmp_path, **env_vars)
+    out = res["out"]
+    assert out["parent"]["state"]["role"] == "child" and out["child"]["state"]["role"] == "child"
     starts = {}
     for f in launch.glob("proc-*.jsonl"):
         first = json.loads(f.read_text().splitlines()[0])
@@ -116,7 +132,10 @@ def test_gate_on_activates_parent_and_spawn_child(venv_python, tmp_path):
     for pid in set(starts) - {out["parent"]["pid"], out["child"]["pid"]}:
         assert starts[pid]["invocation"].endswith("<multiprocessing.resource_tracker>")
     assert starts[out["child"]["pid"]]["invocation"].endswith("<multiprocessing.spawn>")
-    assert "profile 'pcie-8gpu' applied" in res["stderr"]
+    # Only helper processes ran (no SGLang rank, no communicator): audit does not call that a pass.
+    verdict = subprocess.run([str(cli), "audit", str(launch)], capture_output=True, text=True, env=_env(), timeout=60)
+    assert verdict.returncode == 1, verdict.stdout
+    assert "nothing real was audited" in verdict.stdout
 
 
 def test_child_uses_serialised_profile_not_files(venv_python, tmp_path):

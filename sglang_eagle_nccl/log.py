@@ -1,0 +1,24 @@
+"""The plugin's one way to talk to the operator from inside a process: a prefixed line on stderr.
+
+Import-free (it runs at interpreter start). ``once`` keys guard messages that several paths may
+reach in one process (the ``.pth`` line runs twice in a venv with a ``lib64 -> lib`` symlink).
+"""
+
+from __future__ import annotations
+
+import sys
+
+PREFIX = "[sglang-eagle-nccl]"
+_said: set[str] = set()
+
+
+def log(message: str, *, once: str | None = None) -> None:
+    """Print ``message`` on stderr with the plugin's prefix (once per process for a given ``once`` key)."""
+    if once is not None:
+        if once in _said:
+            return
+        _said.add(once)
+    try:
+        print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # stderr closed (daemonised process): nothing left to tell

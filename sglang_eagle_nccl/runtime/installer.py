@@ -1,0 +1,184 @@
+"""Choosing the patch set for the installed SGLang and installing its hooks in this process.
+
+Patch sets are chosen when SGLang is first imported (selection needs SGLang's version), so
+processes that never import SGLang (pip, the multiprocessing resource tracker ...) pay nothing.
+Installation is idempotent per hook. Hooks run through :func:`~sglang_eagle_nccl.runtime.hooks.run_hook`
+whichever mechanism installed them (wrapt, or SGLang's HookRegistry on >= 0.5.11).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from sglang_eagle_nccl.log import log
+from sglang_eagle_nccl.runtime import patching
+from sglang_eagle_nccl.runtime.hooks import run_hook
+from sglang_eagle_nccl.runtime.state import STATE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
+    from sglang_eagle_nccl.runtime.patchsets import Hook, Selection
+
+
+def _on_hook_result(hook: Hook, mechanism: str, failure: str | None) -> None:
+    if STATE.audit is None:
+        return
+    if failure is None:
+        STATE.audit.write("hook_installed", target=hook.target, mechanism=mechanism, handler=hook.handler)
+    else:
+        STATE.uncovered.append({"target": hook.target, "reason": failure, "required": hook.required})
+        STATE.audit.write("hook_uncovered", target=hook.target, mechanism=mechanism, reason=failure, required=hook.required)
+        if hook.required:
+            log(f"required hook target {hook.target} could not be installed: {failure}")
+
+
+def installed_sglang_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    # The installed distribution's metadata is authoritative (it carries local tags such as
+    # +cu130); looking it up scans sys.path, so the package's own __version__ is only the
+    # fallback for a source checkout without metadata.
+    try:
+        return version("sglang")
+    except PackageNotFoundError:
+        return getattr(sys.modules.get("sglang"), "__version__", None) or "0"
+
+
+def select() -> Selection:
+    """The patch set for the installed SGLang; an untested release must pass the source check."""
+    from sglang_eagle_nccl.runtime import patchsets
+
+    if STATE.selection is not None:
+        return STATE.selection
+    installed = installed_sglang_version()
+    selection = patchsets.select(installed)
+    uncovered: list[dict[str, Any]] = []
+    if not selection.tested:
+        root = patchsets.installed_root()
+        if root is not None:
+            coverage = patchsets.check_coverage(selection, root, cli=STATE.cli_hooks)
+            patchsets.require_coverage(coverage, allow_partial=bool(STATE.policy.get("allow_partial")))
+            uncovered = [c.to_dict() for c in coverage.missing_required + coverage.missing_optional]
+    STATE.selection = selection
+    STATE.uncovered.extend(uncovered)
+    if STATE.audit is not None:
+        STATE.audit.write(
+            "patch_set",
+            sglang_version=installed,
+            patch_set=selection.patch_set.id,
+            status=selection.status,
+            mechanism=selection.patch_set.mechanism,
+            uncovered=uncovered,
+        )
+    if not selection.tested:
+        log(
+            f"SGLang {installed} is newer than patch set {selection.patch_set.id} was proven on "
+            f"(through {selection.patch_set.tested_through}); all required targets were found"
+            + (f", {len(uncovered)} uncovered (allow_partial)" if uncovered else "")
+        )
+    return selection
+
+
+def _plugins_already_loaded() -> bool:
+    plugins = sys.modules.get("sglang.srt.plugins")
+    return bool(getattr(plugins, "_plugins_loaded", False))
+
+
+def install_patches(*, from_entry_point: bool = False) -> None:
+    """Install the selected patch set's hooks (idempotent per hook). Raises PatchSetError."""
+    from packaging.version import Version
+
+    with STATE.lock:
+        if not STATE.active:
+            return
+        selection = select()
+        patch_set = selection.patch_set
+        version = Version(selection.version)
+        register_now = from_entry_point or _plugins_already_loaded()
+        registered_late = False
+        forced = STATE.policy.get("mechanism", "auto")
+        for hook in patch_set.hooks_for(version, cli=False):
+            mechanism = "wrapt" if forced == "wrapt" else patch_set.mechanism_of(hook)
+            if mechanism == "hook_registry":
+                if register_now:
+                    patching.install_hook_registry(hook, run_hook, _on_hook_result)
+                    registered_late = registered_late or not from_entry_point
+                elif not patching.entry_point_allowed():
+                    # SGLANG_PLUGINS excludes our entry point: SGLang will never call us, so
+                    # patch through wrapt instead and say so.
+                    patching.install_wrapt(hook, run_hook, _on_hook_result)
+                    if STATE.audit and hook.target not in patching.STATE.installed:
+                        STATE.audit.write("mechanism_fallback", target=hook.target, reason="SGLANG_PLUGINS excludes sglang_eagle_nccl")
+                # else: SGLang's load_plugins() calls the entry point, which registers it.
+            else:
+                patching.install_wrapt(hook, run_hook, _on_hook_result)
+        if registered_late:
+            # load_plugins() already ran apply_hooks(); hooks registered afterwards need this.
+            patching.apply_hook_registry()
+        STATE.patches_installed = True
+
+
+def ensure_hooks() -> None:
+    """Make sure the hooks are in place in a process SGLang did not start itself (preflight ranks).
+
+    SGLang's own processes call ``load_plugins()`` (>= 0.5.11), which reaches the entry point; a
+    process we spawn does the same, and registers directly when the entry point is not installed
+    (a source checkout).
+    """
+    install_patches()
+    selection = STATE.selection
+    if selection is None or selection.patch_set.mechanism != "hook_registry":
+        return
+    try:
+        from sglang.srt.plugins import load_plugins  # type: ignore[import-not-found]
+
+        load_plugins()
+    except ImportError:
+        pass
+    if not any(m == "hook_registry" for m in patching.STATE.installed.values()) and not patching.STATE.pending:
+        install_patches(from_entry_point=True)
+        patching.apply_hook_registry()
+
+
+# --- SGLang CLI flags -----------------------------------------------------------------------------
+
+
+def cli_hooks() -> list[Hook]:
+    """The launch-flag hooks (same targets in every supported SGLang, proven by the matrix)."""
+    from sglang_eagle_nccl.runtime.patchsets import load_manifests
+
+    seen: dict[str, Hook] = {}
+    for patch_set in load_manifests():
+        for hook in patch_set.hooks:
+            if hook.when == "cli":
+                seen[hook.target] = hook
+    return list(seen.values())
+
+
+def _run_cli_hook(hook: Hook, original: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """A launch-flag hook, then the patch set once the flags activated the plugin in this process."""
+    result = run_hook(hook, original, instance, args, kwargs)
+    if STATE.active and not STATE.patches_installed and hook.handler == "cli_capture":
+        install_patches()
+    return result
+
+
+def install_cli_hooks(mechanism: str = "wrapt") -> None:
+    """Add --nccl-* wherever SGLang's server arguments are parsed in this process.
+
+    ``wrapt`` from the ``.pth`` bootstrap (enabled processes, every SGLang version: SGLang's own
+    CLI, custom scripts calling ``prepare_server_args`` / ``ServerArgs.add_cli_args``, SGLang's
+    benchmark scripts); ``hook_registry`` from SGLang's plugin loader (>= 0.5.11, plugin not
+    enabled by environment).
+    """
+    with STATE.lock:
+        if STATE.cli_hooks:
+            return
+        STATE.cli_hooks = True
+        for hook in cli_hooks():
+            if mechanism == "hook_registry":
+                patching.install_hook_registry(hook, _run_cli_hook, lambda *_: None)
+            else:
+                patching.install_wrapt(hook, _run_cli_hook, lambda *_: None)
