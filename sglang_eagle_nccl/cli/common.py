@@ -47,3 +47,30 @@ def profile_options(func: Any) -> Any:
     func = click.option("--profile", "-p", "profiles", multiple=True, metavar="NAME_OR_FILE", help=PROFILE_HELP)(func)
     func = click.option("--allow-unknown", is_flag=True, default=None, help="Accept NCCL_* names this plugin does not know (new NCCL releases).")(func)
     return func
+
+
+def environment_profile() -> tuple[Any, str] | None:
+    """The profile a process started from this shell would apply, and where it comes from.
+
+    Exactly what activation reads: the serialised ``SGLANG_EAGLE_NCCL_PROFILE`` when set (through the
+    one wire decoder, which refuses it when the shell's other ``SGLANG_EAGLE_NCCL*`` variables
+    changed since), else the ``SGLANG_EAGLE_NCCL*`` variables. None when the plugin is not enabled.
+    Raises ProfileError when that profile cannot be applied.
+    """
+    import os
+
+    from sglang_eagle_nccl import names
+
+    text = os.environ.get(names.ENV_PROFILE)
+    if text:
+        from sglang_eagle_nccl.profile.model import Profile
+        from sglang_eagle_nccl.profile.wire import decode
+
+        decoded = decode(text, os.environ)
+        profile = decoded.profile or Profile.from_validated_data(decoded.data)
+        return profile, f"{names.ENV_PROFILE} (serialised by a launcher)"
+    if names.is_enabled() or os.environ.get(names.ENV_ENV):
+        from sglang_eagle_nccl.profile.resolve import resolve
+
+        return resolve().profile, "the SGLANG_EAGLE_NCCL* variables"
+    return None

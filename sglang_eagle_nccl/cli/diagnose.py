@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options, resolve_or_exit
+from sglang_eagle_nccl.cli.common import (
+    emit_json,
+    environment_profile,
+    fail_input,
+    profile_options,
+    resolve_or_exit,
+)
 
 # --- doctor -----------------------------------------------------------------------------------
 
@@ -24,25 +30,18 @@ def doctor(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: 
         profile = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown).profile
     else:
         from sglang_eagle_nccl.findings import ProfileError
-        from sglang_eagle_nccl.profile.resolve import resolve
 
         try:
-            profile = resolve().profile if _env_has_profile() else None
+            found = environment_profile()
         except ProfileError as exc:
+            found = None
             click.echo(f"SGLANG_EAGLE_NCCL* environment holds a profile that cannot be applied:\n{exc}", err=True)
+        profile = found[0] if found else None
     report = run_doctor(profile)
     if as_json:
         emit_json(report.to_dict())
     else:
         click.echo(format_doctor(report))
-
-
-def _env_has_profile() -> bool:
-    import os
-
-    from sglang_eagle_nccl import names
-
-    return names.is_enabled() or bool(os.environ.get(names.ENV_ENV))
 
 
 # --- analyze / estimate -----------------------------------------------------------------------

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from sglang_eagle_nccl.cli.common import ENV_HELP, emit_json, fail_input, resolve_or_exit
+from sglang_eagle_nccl.cli.common import ENV_HELP, emit_json, environment_profile, fail_input, resolve_or_exit
 
 # --- profiles ---------------------------------------------------------------------------------
 
@@ -41,15 +42,33 @@ def profiles_list(as_json: bool) -> None:
 @click.option("--nccl-env", "nccl_env", multiple=True, metavar="KEY=VALUE", help=ENV_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (the exact serialised profile).")
 def profiles_show(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], as_json: bool) -> None:
-    """Show the resolved profile NAME_OR_FILE (several are layered in order)."""
-    resolution = resolve_or_exit(name_or_file, nccl_env, as_json=as_json)
-    p = resolution.profile
+    """Show the resolved profile NAME_OR_FILE (several are layered in order).
+
+    Without arguments: the profile a process started from this shell would apply (the serialised
+    SGLANG_EAGLE_NCCL_PROFILE when set, else the SGLANG_EAGLE_NCCL* variables).
+    """
+    origin = None
+    warnings: list[Any] = []
+    found = None
+    if not (name_or_file or nccl_env):
+        from sglang_eagle_nccl.findings import ProfileError
+
+        try:
+            found = environment_profile()
+        except ProfileError as exc:
+            fail_input(f"the SGLANG_EAGLE_NCCL* environment holds a profile that cannot be applied:\n{exc}",
+                       as_json=as_json, findings=exc.findings)
+    if found is not None:
+        p, origin = found
+    else:
+        resolution = resolve_or_exit(name_or_file, nccl_env, as_json=as_json)
+        p, warnings = resolution.profile, list(resolution.warnings)
     if as_json:
-        emit_json({**p.to_dict(), "warnings": [w.to_dict() for w in resolution.warnings]})
+        emit_json({**p.to_dict(), "from": origin, "warnings": [w.to_dict() for w in warnings]})
         return
     from sglang_eagle_nccl.nccl.variables import lookup
 
-    click.echo(f"Profile: {p.name}")
+    click.echo(f"Profile: {p.name}" + (f"   (from {origin})" if origin else ""))
     if p.description:
         click.echo(f"  {p.description}")
     click.echo(f"Sources (lowest precedence first): {', '.join(p.sources) or '-'}")

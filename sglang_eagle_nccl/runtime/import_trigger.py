@@ -17,6 +17,37 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
 
+class _NotifyingLoader:
+    """Wraps a module's loader: executes the module, then runs the callbacks for it.
+
+    The original loader is never mutated: other import hooks (wrapt's own post-import hooks)
+    may wrap the same loader, and an attribute set on a proxy lands on the object it wraps,
+    which would make the two wrappers call each other forever. Everything else is forwarded,
+    and the module ends up with its real loader, as if this wrapper had never been there.
+    """
+
+    def __init__(self, loader: Any, finder: _AfterImport, fullname: str) -> None:
+        self._loader = loader
+        self._finder = finder
+        self._fullname = fullname
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def create_module(self, spec: Any) -> Any:
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module: Any) -> None:
+        # Restore the real loader first, so code run by the module itself sees it.
+        module.__loader__ = self._loader
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and spec.loader is self:
+            spec.loader = self._loader
+        self._loader.exec_module(module)
+        self._finder.fire(self._fullname, module)
+
+
 class _AfterImport:
     """One meta-path finder per process: watches the names with callbacks, provides nothing."""
 
@@ -36,17 +67,9 @@ class _AfterImport:
                 if spec is not None:
                     break
         loader = getattr(spec, "loader", None)
-        exec_module = getattr(loader, "exec_module", None)
-        if spec is None or exec_module is None:
+        if spec is None or getattr(loader, "exec_module", None) is None or isinstance(loader, _NotifyingLoader):
             return spec
-
-        def exec_then_notify(module: Any) -> None:
-            exec_module(module)
-            self.fire(fullname, module)
-
-        # The loader object belongs to this one module (FileFinder makes one per spec), so an
-        # instance attribute changes nothing for any other import.
-        loader.exec_module = exec_then_notify
+        spec.loader = _NotifyingLoader(loader, self, fullname)
         return spec
 
     def fire(self, name: str, module: Any) -> None:

@@ -1,0 +1,106 @@
+"""Judging records against the profile in force at that moment; '–' for what does not exist;
+launches where nothing real was audited do not pass; the writer never raises."""
+
+from __future__ import annotations
+
+import json
+
+from sglang_eagle_nccl.audit.report import read_launch
+from sglang_eagle_nccl.audit.verdict import format_text, judge
+from sglang_eagle_nccl.audit.writer import AuditWriter, open_launch
+
+
+def _launch(tmp_path, records_by_pid):
+    run_dir = open_launch(str(tmp_path), {"profile": {"name": "p", "env": {"NCCL_ALGO": "Ring"}}}, required=True)
+    for pid, records in records_by_pid.items():
+        with open(f"{run_dir}/proc-h-{pid}.jsonl", "w") as fh:
+            for r in records:
+                fh.write(json.dumps({"pid": pid, "ts": 0, **r}) + "\n")
+    meta, procs = read_launch(run_dir)
+    return judge(meta, procs, run_dir)
+
+
+def _start(env, **extra):
+    return {"event": "process_start", "role": "launcher", "expected_env": env, "env": env, "group_envs": {},
+            "sglang_wins": [], **extra}
+
+
+def _sched(env):
+    group = {"event": "group_created", "group": "world", "env": env, "device_group_backend": "gloo", "torch_comm": "none"}
+    return [{"event": "process_role", "title": "sglang::scheduler_TP0"}, {"event": "scheduler_start", "env": env, "ranks": {}}, group]
+
+
+def test_records_after_a_profile_change_are_judged_against_the_new_profile(tmp_path):
+    old, new = {"NCCL_ALGO": "Ring"}, {"NCCL_ALGO": "Tree"}
+    changed = {"event": "profile_changed", "expected_env": new, "group_envs": {}, "sglang_wins": [], "env": new}
+    ok = _launch(tmp_path / "a", {1: [_start(old), changed, *_sched(new)]})
+    assert ok.verdict == "ok", ok.problems
+    # Records that end before a restore still hold the old value: that is a failure, not a pass.
+    stale = _launch(tmp_path / "b", {1: [_start(old), changed, *_sched(old)]})
+    assert stale.verdict == "fail"
+    assert any("NCCL_ALGO=Ring (profile: Tree)" in n for p in stale.processes for n in p.notes)
+
+
+def test_what_does_not_exist_is_a_dash_never_a_check(tmp_path):
+    env = {"NCCL_ALGO": "Ring"}
+    group = {"event": "group_created", "group": "tp", "env": env, "device_group_backend": "gloo", "torch_comm": "none"}
+    pynccl = {"event": "pynccl_created", "group": "tp", "env": env, "available": False}
+    report = _launch(tmp_path, {1: [_start(env), *_sched(env), group, pynccl]})
+    assert {c.verdict for c in report.communicators} == {"absent"} and report.verdict == "ok"
+    text = format_text(report)
+    assert "  – scheduler" in text and "✓ scheduler" not in text.split("Communicators")[1]
+
+
+def test_values_print_as_nccl_users_write_them(tmp_path):
+    report = _launch(tmp_path, {1: [_start({"NCCL_ALGO": "Ring"}), *_sched({})]})
+    assert any("NCCL_ALGO=(unset) (profile: Ring)" in n for p in report.processes for n in p.notes)
+    assert "None" not in format_text(report)
+
+
+def test_only_helper_processes_is_not_a_pass(tmp_path):
+    env = {"NCCL_ALGO": "Ring"}
+    report = _launch(tmp_path, {1: [_start(env, role="child")], 2: [_start(env, role="child")]})
+    assert report.verdict == "fail"
+    assert any("nothing real was audited" in p for p in report.problems)
+
+
+def test_helpers_are_summarised_in_one_line(tmp_path):
+    env = {"NCCL_ALGO": "Ring"}
+    helpers = {pid: [_start(env, role="child")] for pid in range(10, 29)}
+    report = _launch(tmp_path, {1: [_start(env), *_sched(env)], **helpers})
+    text = format_text(report)
+    assert "19 helper process(es) that never imported SGLang" in text
+    assert text.count("child") <= 2
+
+
+def test_eagle_groups_not_held_by_the_worker_are_unknown(tmp_path):
+    env = {"NCCL_ALGO": "Ring"}
+    eagle = {"event": "eagle_groups", "worker": "EAGLEWorkerV2", "draft": {}, "verify": {},
+             "draft_note": "shares the target's groups (its parallel layout names no group of its own)"}
+    report = _launch(tmp_path, {1: [_start(env), *_sched(env), eagle]})
+    text = format_text(report)
+    assert "draft on shares the target's groups" in text and "verify on unknown" in text
+
+
+def test_writer_never_raises_on_unencodable_fields(tmp_path):
+    class Hostile:
+        def __str__(self):
+            raise RuntimeError("no")
+
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    run_dir = open_launch(str(tmp_path), {"profile": {}}, required=True)
+    writer = AuditWriter(run_dir)
+    assert writer.write("group_created", odd=Hostile()) in (True, False)
+    assert writer.write("bad\ud800surrogate", text="\ud800") is True
+    lines = [json.loads(x) for x in open(writer.file_path).read().splitlines()]
+    assert lines[0]["event"] == "audit_error" and lines[0]["lost_event"] == "group_created"
+
+
+def test_writer_without_a_launch_keeps_records_until_it_joins_one(tmp_path):
+    writer = AuditWriter(None)
+    assert writer.write("process_start", expected_env={}) is False
+    run_dir = open_launch(str(tmp_path), {"profile": {}}, required=True)
+    assert writer.attach(run_dir)
+    assert json.loads(open(writer.file_path).read().splitlines()[0])["event"] == "process_start"
