@@ -14,7 +14,7 @@ from sglang_eagle_nccl import names
 from sglang_eagle_nccl.findings import Finding, error
 
 ConsistencyMode = Literal["error", "warn", "off"]
-MechanismChoice = Literal["auto", "wrapt"]
+MechanismChoice = Literal["auto", "wrapt", "hook_registry"]
 
 # Plugin environment variables that set policy (name -> Policy field).
 POLICY_ENV = {
@@ -45,7 +45,9 @@ class Policy:
     nccl_version: str | None = None
     consistency: ConsistencyMode = "error"
     consistency_timeout_s: float = 60.0
-    # "auto": the patch set's mechanism (SGLang's HookRegistry from 0.5.11). "wrapt": wrapt
+    # "auto" (= "wrapt"): post-import hooks installed by the plugin itself in every process, whether
+    # or not SGLang's plugin loader runs there. "hook_registry": SGLang's HookRegistry on >= 0.5.11,
+    # in processes that call load_plugins() (others fall back to wrapt). "wrapt": wrapt
     # everywhere, which skips HookRegistry's per-target scan of every loaded module.
     mechanism: MechanismChoice = "auto"
 
@@ -117,8 +119,8 @@ def policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, li
             except InvalidVersion:
                 findings.append(error("policy.nccl_version", str(value), "not a version number", 'write nccl_version = "2.27"').with_source(source))
         elif key == "mechanism":
-            if value not in ("auto", "wrapt"):
-                findings.append(error("policy.mechanism", str(value), "must be auto or wrapt", 'write mechanism = "auto"').with_source(source))
+            if value not in ("auto", "wrapt", "hook_registry"):
+                findings.append(error("policy.mechanism", str(value), "must be auto, wrapt or hook_registry", 'write mechanism = "auto"').with_source(source))
             else:
                 values[key] = value
         elif key == "consistency":

@@ -159,11 +159,11 @@ def validate_layer(
                         "NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_TOPO_FILE",
                     ).with_source(merged.origin.get(f"nodes.{nrank}:{k}"))
                 )
-    for name in policy.sglang_wins:
-        if name not in merged.env:
+    for kept in policy.sglang_wins:
+        if kept not in merged.env:
             findings.append(
                 warning(
-                    "policy.sglang_wins", name,
+                    "policy.sglang_wins", kept,
                     "the profile does not set this variable, so there is nothing for SGLang to win against",
                     "remove it from sglang_wins or set it in [env]",
                 )

@@ -89,11 +89,13 @@ def server_args_resolution(original: Callable[..., Any], instance: Any, args: tu
                 f"  - {change.name}: SGLang sets {change.after!r} for --{why.replace('_', '-')}; the profile sets "
                 f"{expected[change.name]!r}"
             )
-        names_ = ", ".join(c.name for c, _ in conflicts)
+        listed = [c.name for c, _ in conflicts]
+        toml_list = ", ".join(f'"{n}"' for n in listed)
+        flags = " ".join(f"--sglang-wins {n}" for n in listed)
         lines.append(
-            f"  Fix: keep SGLang's value with sglang_wins (profile [policy] sglang_wins = [\"{conflicts[0][0].name}\"], "
-            f"SGLANG_EAGLE_NCCL_SGLANG_WINS={names_}, or `launch --sglang-wins {conflicts[0][0].name}`), or drop "
-            f"{names_} from the profile. Nothing was started."
+            f"  Fix: keep SGLang's values with sglang_wins (profile [policy] sglang_wins = [{toml_list}], "
+            f"SGLANG_EAGLE_NCCL_SGLANG_WINS={','.join(listed)}, or `sglang-eagle-nccl launch {flags}`), or drop "
+            f"{', '.join(listed)} from the profile. Nothing was started."
         )
         record("correctness_conflict", variables=[c.name for c, _ in conflicts], message="\n".join(lines))
         stop(CorrectnessConflict("\n".join(lines)))

@@ -98,9 +98,12 @@ def install_patches(*, from_entry_point: bool = False) -> None:
         version = Version(selection.version)
         register_now = from_entry_point or _plugins_already_loaded()
         registered_late = False
-        forced = STATE.policy.get("mechanism", "auto")
+        # SGLang's HookRegistry only on request: it reaches only processes that call load_plugins()
+        # (not custom scripts, SGLang's benchmark scripts or Ray actors) and scans every loaded
+        # module once per target. The default installs the same hooks with wrapt everywhere.
+        use_registry = STATE.policy.get("mechanism", "auto") == "hook_registry"
         for hook in patch_set.hooks_for(version, cli=False):
-            mechanism = "wrapt" if forced == "wrapt" else patch_set.mechanism_of(hook)
+            mechanism = patch_set.mechanism_of(hook) if use_registry else (hook.mechanism or "wrapt")
             if mechanism == "hook_registry":
                 if register_now:
                     patching.install_hook_registry(hook, run_hook, _on_hook_result)
@@ -129,7 +132,7 @@ def ensure_hooks() -> None:
     """
     install_patches()
     selection = STATE.selection
-    if selection is None or selection.patch_set.mechanism != "hook_registry":
+    if selection is None or selection.patch_set.mechanism != "hook_registry" or STATE.policy.get("mechanism") != "hook_registry":
         return
     try:
         from sglang.srt.plugins import load_plugins  # type: ignore[import-not-found]

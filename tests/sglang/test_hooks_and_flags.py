@@ -7,8 +7,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import version
 
 import pytest
+from packaging.version import Version
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier")
 
@@ -52,8 +54,13 @@ INSPECT = """
 """.replace("COLLECTIVES_PLACEHOLDER", repr(COLLECTIVES))
 
 
-def test_hooks_installed_on_real_modules_and_hot_path_untouched(plugin_env, sglang_version):
-    env = dict(plugin_env, SGLANG_EAGLE_NCCL="pcie-8gpu")
+# SGLang's HookRegistry exists from 0.5.11: there the opt-in mechanism is checked too.
+MECHANISMS = ["auto"] + (["hook_registry"] if Version(version("sglang")).release >= (0, 5, 11) else [])
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_hooks_installed_on_real_modules_and_hot_path_untouched(plugin_env, sglang_version, mechanism):
+    env = dict(plugin_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_MECHANISM=mechanism)
     proc = _run(INSPECT, env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -61,7 +68,7 @@ def test_hooks_installed_on_real_modules_and_hot_path_untouched(plugin_env, sgla
     assert out["run_scheduler_process"] is False  # spawn targets are never hooked
     assert set(out["hot_names"]) >= {"all_reduce", "all_gather", "broadcast"}
     assert out["hot_unchanged"] and out["hot_wrapped"] == [], out
-    expected = "hook_registry" if sglang_version.release >= (0, 5, 11) else "wrapt"
+    expected = "hook_registry" if mechanism == "hook_registry" else "wrapt"
     # The launch flags are added with wrapt in an enabled launch's root on every version, because
     # custom scripts and SGLang's benchmark scripts parse server arguments without load_plugins().
     cli = {"sglang.srt.server_args:ServerArgs.add_cli_args", "sglang.srt.server_args:ServerArgs.from_cli_args"}
