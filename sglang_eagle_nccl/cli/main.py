@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from sglang_eagle_nccl import __version__
-from sglang_eagle_nccl.cli import audit, diagnose, profiles, run
+from sglang_eagle_nccl.cli import audit, diagnose, profiles, run, tuner
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -34,6 +34,7 @@ for _command in (
     run.launch, run.env_cmd, run.preflight,
     audit.audit_cmd,
     diagnose.doctor, diagnose.analyze, diagnose.estimate,
+    tuner.tuner_cmd,
 ):
     main.add_command(_command)
 

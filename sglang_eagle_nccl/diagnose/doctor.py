@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_eagle_nccl import __version__
+from sglang_eagle_nccl.diagnose.native_status import format_native_status, native_status
 from sglang_eagle_nccl.runtime import patchsets
 from sglang_eagle_nccl.runtime.environ import nccl_snapshot
 
@@ -127,6 +128,7 @@ class DoctorReport:
     effective: list[dict[str, Any]]
     profile: dict[str, Any] | None
     problems: list[str] = field(default_factory=list)
+    native: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +143,7 @@ class DoctorReport:
             "effective": self.effective,
             "profile": self.profile,
             "problems": self.problems,
+            "native": self.native,
         }
 
 
@@ -217,6 +220,7 @@ def run_doctor(profile: Any = None) -> DoctorReport:
         effective=effective_settings(profile_env, os.environ, confs),
         profile=profile.to_dict() if profile is not None else None,
         problems=problems,
+        native=native_status(),
     )
 
 
@@ -237,6 +241,8 @@ def format_doctor(report: DoctorReport) -> str:
             where = f"{t['file']}:{t['line']}" if t.get("file") and t.get("line") else (t.get("reason") or "")
             lines.append(f"  {mark} {t['target']:<78} {where}")
         lines.append("")
+    if report.native is not None:
+        lines += [*format_native_status(report.native), ""]
     lines.append("Bootstrap")
     for k, v in report.bootstrap.items():
         lines.append(f"  {k:<24} {v if v is not None else '-'}")

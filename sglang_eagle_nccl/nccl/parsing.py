@@ -10,7 +10,7 @@ user's intent and NCCL's reading part ways. Every function is pure.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -411,6 +411,30 @@ def check_algo(name: str, value: str, nccl_version: Version | None) -> list[Find
                     )
                 )
     return findings
+
+
+def enable_row(
+    value: str | None, tokens: Sequence[str], function: str, defaults: Mapping[str, int] | None = None
+) -> dict[str, int] | None:
+    """NCCL's enable flags of one collective under an ``NCCL_PROTO``/``NCCL_ALGO`` value.
+
+    Follows parseList in src/graph/tuning.cc (2.24+; a flat list means the same in older releases):
+    each token starts at its default (1, or e.g. 2 for LL128: "on where the hardware allows"); a
+    section without prefix applies to all functions, a ``func:`` section replaces that function's
+    row: listed tokens 1, the others 0, or with ``^`` listed tokens 0 and the others 1. Returns
+    None for a value NCCL would reject (its own validation reports why).
+    """
+    row = {t: (defaults or {}).get(t, 1) for t in tokens}
+    if value is None:
+        return row
+    findings, sections = _check_token_list("value", value, tokens, None, "token")
+    if any(f.severity == "error" for f in findings):
+        return None
+    for section_function, excluded, items in sections:
+        if section_function is not None and section_function.lower() != function.lower():
+            continue
+        row = {t: int((t in items) != excluded) for t in tokens}
+    return row
 
 
 def check_thread_thresholds(name: str, value: str) -> list[Finding]:

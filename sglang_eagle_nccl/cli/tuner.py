@@ -1,0 +1,114 @@
+"""`tuner`: what the shipped tuner plugin itself answers for a collective call under a profile's rules.
+
+The answer comes from the compiled library (the exported ``ncclTunerPlugin_v<abi>``, called the way
+NCCL calls it), not from a Python model of it, so it is what NCCL would be told.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options, resolve_or_exit
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(|k|ki|kib|m|mi|mib|g|gi|gib|b)\s*$", re.IGNORECASE)
+_POWER = {"": 0, "b": 0, "k": 1, "ki": 1, "kib": 1, "m": 2, "mi": 2, "mib": 2, "g": 3, "gi": 3, "gib": 3}
+
+
+def parse_size(text: str) -> int | None:
+    """``14336``, ``64KiB``, ``16M`` (binary multiples) -> bytes; None when unreadable."""
+    m = _SIZE.match(text)
+    if not m:
+        return None
+    return int(m.group(1)) * 1024 ** _POWER[m.group(2).lower()]
+
+
+def rules_from_file(path: str, *, as_json: bool = False) -> tuple[list[Any], list[Any]]:
+    """``[[tuner.rules]]`` of a TOML file -> (rules, findings); input errors exit 2."""
+    from sglang_eagle_nccl import _toml
+    from sglang_eagle_nccl.nccl.tuner_rules import parse_rules
+
+    try:
+        data = _toml.loads(Path(path).read_text("utf-8"))
+    except OSError as exc:
+        fail_input(f"--rules {path}: cannot read it: {exc.strerror}. Fix: give a readable TOML file", as_json=as_json)
+    except _toml.TOMLDecodeError as exc:
+        fail_input(f"--rules {path}: not valid TOML: {exc}. Fix: correct the TOML syntax", as_json=as_json)
+    raw = data.get("tuner", {}).get("rules") if isinstance(data.get("tuner"), dict) else None
+    if raw is None:
+        fail_input(f"--rules {path}: no [[tuner.rules]] in it. Fix: add at least one [[tuner.rules]] block", as_json=as_json)
+    return parse_rules(raw, f"rules:{path}")
+
+
+def _profile_rules(profile: Any) -> list[Any]:
+    # Profiles do not carry tuner rules yet; once Profile has them, this is where they come in.
+    return list(getattr(profile, "tuner_rules", ()) or ())
+
+
+@click.command("tuner")
+@profile_options
+@click.option("--rules", "rules_file", default=None, type=click.Path(dir_okay=False), help="TOML file with [[tuner.rules]] (replaces the profile's rules).")
+@click.option("--collective", default="allreduce", show_default=True, help="broadcast, reduce, allgather, reducescatter or allreduce.")
+@click.option("--bytes", "size", required=True, metavar="N", help="NCCL's nBytes of the call, e.g. 14336 or 64KiB.")
+@click.option("--nranks", type=click.IntRange(min=1), required=True, help="Communicator size.")
+@click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes in the communicator.")
+@click.option("--group", default=None, help="SGLang group label selected when the communicator was created (e.g. tp).")
+@click.option("--abi", type=click.IntRange(2, 6), default=6, show_default=True, help="Tuner ABI to ask (v6: NCCL 2.30+, v5: 2.28, v4: 2.24, v3: 2.22, v2: 2.21).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def tuner_cmd(
+    profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, rules_file: str | None,
+    collective: str, size: str, nranks: int, nnodes: int, group: str | None, abi: int, as_json: bool,
+) -> None:
+    """Ask the shipped tuner plugin which algorithm/protocol it picks for one collective call.
+
+    \b
+      sglang-eagle-nccl tuner --rules rules.toml --bytes 14336 --nranks 8 --group tp
+
+    Exit 2 when the input is bad or the native library is not available (the message says why).
+    """
+    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.nccl.native import library
+    from sglang_eagle_nccl.nccl.tuner_rules import COLLECTIVES, check_rules, rule_label, rules_digest
+
+    nbytes = parse_size(size)
+    if nbytes is None:
+        fail_input(f"--bytes {size!r}: not a size. Fix: give a byte count such as 14336 or 64KiB", as_json=as_json)
+    name = next((c for c in COLLECTIVES if c.lower() == collective.lower()), None)
+    if name is None:
+        fail_input(f"--collective {collective!r}: unknown collective. Fix: use one of {', '.join(COLLECTIVES)}", as_json=as_json)
+    profile = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown).profile
+    env = profile.process_env()
+    if rules_file:
+        rules, findings = rules_from_file(rules_file, as_json=as_json)
+    else:
+        rules, findings = _profile_rules(profile), []
+    findings += check_rules(rules, env.get("NCCL_PROTO"), env.get("NCCL_ALGO"))
+    if any(f.severity == "error" for f in findings):
+        err = ProfileError(findings)
+        fail_input(str(err), as_json=as_json, findings=err.findings)
+    try:
+        result = library.query_rules(rules, abi, name, nbytes, nranks, nnodes, group)
+    except library.NativeUnavailable as exc:
+        fail_input(f"the native tuner plugin is not available: {exc}", as_json=as_json)
+    warnings = [f for f in findings if f.severity == "warning"]
+    if as_json:
+        emit_json({
+            "ok": True, "query": result.to_dict(), "library": str(library.library_path()),
+            "rules": [{"label": rule_label(i), "rule": r.describe()} for i, r in enumerate(rules)],
+            "rules_digest": rules_digest(rules), "warnings": [w.to_dict() for w in warnings],
+        })
+        return
+    for w in warnings:
+        click.echo(f"warning: {w.message()}", err=True)
+    if rules:
+        click.echo(f"Tuner rules ({len(rules)}, digest {rules_digest(rules)[:12]}; first match wins):")
+        for i, r in enumerate(rules):
+            click.echo(f"  {rule_label(i):<16} {r.describe()}")
+    else:
+        click.echo("No tuner rules (give --rules FILE.toml): the tuner leaves every choice to NCCL.")
+    where = f"{nranks} rank(s), {nnodes} node(s)" + (f", group {group}" if group else ", no group label")
+    click.echo(f"Query: {name} of {nbytes} bytes, {where}, tuner ABI v{abi} (NCCL {library.TUNER_ABI_SINCE[abi]}+)")
+    click.echo(f"Answer of {library.library_path().name} {result.library_version}: {result.describe()}")

@@ -1,0 +1,167 @@
+/* The reads log: one JSON line per first sighting of what NCCL read, in a per-process file Python names.
+ *
+ * Lines ("event" field): "env_init" (NCCL loaded the env plugin: ABI, NCCL version), "read" (first lookup of a
+ * (name, value, source, environment) combination), "tuner_init" (a communicator initialised the tuner), and
+ * "counts" (cumulative counts of every recorded read; written when Python asks and at NCCL's finalize, so the
+ * last one is the most complete). Nothing here can fail NCCL: an error is kept for Python to report. */
+#include "sen_internal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+/* The environment's value is part of the key, so a foreign write after NCCL's first read is recorded too. */
+typedef struct {
+  char* name;
+  char* value;
+  char* source;
+  char* environment;
+  unsigned long long count;
+} seen_t;
+
+static seen_t* seen;
+static size_t n_seen, cap_seen;
+#define MAX_SEEN 4096 /* beyond this, reads are only counted in `unrecorded`: memory stays bounded */
+static unsigned long long unrecorded;
+
+static int log_fd = -1;
+static int log_error = -1; /* -1: no log opened yet; 0: fine; >0: errno of the first failure */
+static sbuf_t pending;     /* lines produced before the log was opened (NCCL may read before Python opens it) */
+#define MAX_PENDING (1u << 20)
+
+/* One write(2) per line on an O_APPEND file keeps the lines of concurrent writers apart. */
+static void write_locked(const char* p, size_t n) {
+  if (log_fd < 0) {
+    if (pending.len + n <= MAX_PENDING) sb_add(&pending, p, n);
+    return;
+  }
+  while (n > 0) {
+    ssize_t w = write(log_fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (log_error <= 0) log_error = errno;
+      return;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+void reads_log_emit_locked(sbuf_t* line) {
+  sb_str(line, "}\n");
+  if (!line->oom) write_locked(line->p, line->len);
+  else if (log_error <= 0) log_error = ENOMEM;
+  free(line->p);
+  *line = (sbuf_t){0};
+}
+
+void reads_log_record_locked(const char* name, const char* value, const char* source, const char* environment,
+                             int disagrees) {
+  for (size_t i = 0; i < n_seen; i++) {
+    seen_t* s = &seen[i];
+    if (strcmp(s->name, name) == 0 && sen_same(s->value, value) && strcmp(s->source, source) == 0 &&
+        sen_same(s->environment, environment)) {
+      s->count++;
+      return;
+    }
+  }
+  if (n_seen >= MAX_SEEN || sen_grow((void**)&seen, &cap_seen, sizeof *seen, n_seen + 1)) {
+    unrecorded++;
+    return;
+  }
+  seen_t s = {strdup(name), sen_dup(value), strdup(source), sen_dup(environment), 1};
+  if (!s.name || !s.source || (value && !s.value) || (environment && !s.environment)) {
+    free(s.name), free(s.value), free(s.source), free(s.environment);
+    unrecorded++;
+    return;
+  }
+  seen[n_seen++] = s;
+  sbuf_t b = {0};
+  sb_head(&b, "read");
+  sb_str(&b, ",\"name\":");
+  sb_json(&b, name);
+  sb_str(&b, ",\"value\":");
+  sb_json(&b, value);
+  sb_str(&b, ",\"source\":");
+  sb_json(&b, source);
+  sb_str(&b, ",\"environment\":");
+  sb_json(&b, environment);
+  sb_str(&b, disagrees ? ",\"disagrees\":true" : ",\"disagrees\":false");
+  reads_log_emit_locked(&b);
+}
+
+void reads_log_counts_locked(void) {
+  sbuf_t b = {0};
+  sb_head(&b, "counts");
+  sb_str(&b, ",\"reads\":[");
+  for (size_t i = 0; i < n_seen; i++) {
+    sb_str(&b, i ? ",{\"name\":" : "{\"name\":");
+    sb_json(&b, seen[i].name);
+    sb_str(&b, ",\"value\":");
+    sb_json(&b, seen[i].value);
+    sb_str(&b, ",\"source\":");
+    sb_json(&b, seen[i].source);
+    sb_str(&b, ",\"environment\":");
+    sb_json(&b, seen[i].environment);
+    sb_fmt(&b, ",\"count\":%llu}", seen[i].count);
+  }
+  sb_fmt(&b, "],\"unrecorded\":%llu", unrecorded);
+  reads_log_emit_locked(&b);
+}
+
+void reads_log_reset_locked(void) {
+  if (log_fd >= 0) close(log_fd);
+  log_fd = -1;
+  log_error = -1;
+  free(pending.p);
+  pending = (sbuf_t){0};
+  for (size_t i = 0; i < n_seen; i++)
+    free(seen[i].name), free(seen[i].value), free(seen[i].source), free(seen[i].environment);
+  n_seen = 0;
+  unrecorded = 0;
+}
+
+/* Open this process's reads log. O_NOFOLLOW: a symlink planted at the path is refused, not followed;
+ * 0600: values may be private. Lines produced before (e.g. at NCCL's init) are written now. 0 or an errno. */
+SEN_EXPORT int sen_open_reads_log(const char* path) {
+  if (!path) return EINVAL;
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int err = fd < 0 ? errno : 0;
+  pthread_mutex_lock(&sen_env_lock);
+  if (fd < 0) {
+    log_error = err;
+  } else {
+    if (log_fd >= 0) close(log_fd);
+    log_fd = fd;
+    log_error = 0;
+    sbuf_t queued = pending;
+    pending = (sbuf_t){0};
+    if (queued.len) write_locked(queued.p, queued.len);
+    free(queued.p);
+  }
+  pthread_mutex_unlock(&sen_env_lock);
+  return err;
+}
+
+/* 0: the log is open and every write succeeded; -1: no log opened yet; otherwise the first errno. */
+SEN_EXPORT int sen_reads_log_status(void) {
+  pthread_mutex_lock(&sen_env_lock);
+  int rc = log_error;
+  pthread_mutex_unlock(&sen_env_lock);
+  return rc;
+}
+
+/* Append one "counts" line. Returns sen_reads_log_status(). */
+SEN_EXPORT int sen_flush_reads_counts(void) {
+  pthread_mutex_lock(&sen_env_lock);
+  reads_log_counts_locked();
+  int rc = log_error;
+  pthread_mutex_unlock(&sen_env_lock);
+  return rc;
+}
+
+/* Close the log and forget every recorded read, as in a new process (a forked child starts so). */
+SEN_EXPORT void sen_reads_reset(void) {
+  pthread_mutex_lock(&sen_env_lock);
+  reads_log_reset_locked();
+  pthread_mutex_unlock(&sen_env_lock);
+}

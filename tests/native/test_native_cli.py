@@ -1,0 +1,111 @@
+"""`sglang-eagle-nccl tuner` and doctor's native section, run in-process against the real library."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from sglang_eagle_nccl import _toml
+from sglang_eagle_nccl.cli.main import main
+from sglang_eagle_nccl.nccl.native import library
+from sglang_eagle_nccl.nccl.tuner_rules import parse_rules
+
+RULES = """
+[[tuner.rules]]
+collective = "allreduce"
+bytes = [0, 65536]
+algorithm = "ring"
+protocol = "LL"
+
+[[tuner.rules]]
+collective = "allreduce"
+bytes = [65536, "inf"]
+group = "tp"
+algorithm = "ring"
+protocol = "Simple"
+channels = 8
+"""
+
+
+@pytest.fixture
+def rules_file(tmp_path):
+    path = tmp_path / "rules.toml"
+    path.write_text(RULES)
+    return path
+
+
+@pytest.fixture
+def run(native_lib, clean_environ):
+    if native_lib.path != library.library_path():
+        pytest.skip(f"the CLI uses the installed library, which is unavailable: {library.status()[1]}")
+
+    def invoke(*args: str):
+        return CliRunner().invoke(main, list(args))
+
+    yield invoke
+    native_lib.configure_tuner([])
+
+
+def test_query_prints_what_the_library_answers(run, rules_file):
+    result = run("tuner", "--rules", str(rules_file), "--bytes", "14336", "--nranks", "8")
+    assert result.exit_code == 0, result.output
+    assert "Answer of libsglang_eagle_nccl_nccl.so" in result.output
+    assert result.output.rstrip().endswith("tuner.rules#1: Ring/LL")
+    assert "tuner ABI v6 (NCCL 2.30+)" in result.output
+
+
+@pytest.mark.parametrize("abi", ["2", "3", "4", "5", "6"])
+def test_query_json_for_every_abi(run, rules_file, abi):
+    result = run("tuner", "--rules", str(rules_file), "--bytes", "16MiB", "--nranks", "8", "--group", "tp", "--abi", abi, "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["query"]["abi"] == int(abi) and out["query"]["bytes"] == 16 << 20
+    assert (out["query"]["rule"], out["query"]["protocol"], out["query"]["channels"]) == ("tuner.rules#2", "Simple", 8)
+    rules, _ = parse_rules(_toml.loads(RULES)["tuner"]["rules"], "x")
+    assert out["rules_digest"] == library.rules_digest(rules)
+
+
+def test_no_rule_means_nccl_decides(run, rules_file):
+    result = run("tuner", "--rules", str(rules_file), "--bytes", "1G", "--nranks", "8", "--json")
+    assert json.loads(result.output)["query"]["answer"] == "no rule: NCCL decides"
+    result = run("tuner", "--bytes", "1", "--nranks", "2")
+    assert result.exit_code == 0 and "No tuner rules" in result.output and "NCCL decides" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--bytes", "lots", "--nranks", "8"), "--bytes 'lots': not a size"),
+        (("--bytes", "1", "--nranks", "8", "--collective", "alltoall"), "unknown collective"),
+        (("--bytes", "1", "--nranks", "8", "--nccl-env", "NCCL_PROTO=LL"), "NCCL_PROTO='LL'"),
+        (("--bytes", "1", "--nranks", "0"), "--nranks"),
+        (("--bytes", "1", "--nranks", "8", "--abi", "7"), "--abi"),
+    ],
+)
+def test_bad_input_exits_2_with_the_reason(run, rules_file, args, message):
+    result = run("tuner", "--rules", str(rules_file), *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_rules_file_exits_2_naming_each_problem(run, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(RULES + '\n[[tuner.rules]]\ncollective = "allreduce"\nbytes = [0, 100]\nalgorithm = "ring"\nprotocol = "LL"\n')
+    result = run("tuner", "--rules", str(bad), "--bytes", "1", "--nranks", "8")
+    assert result.exit_code == 2 and "tuner.rules#3" in result.output and "can never match" in result.output
+    missing = run("tuner", "--rules", str(tmp_path / "none.toml"), "--bytes", "1", "--nranks", "8")
+    assert missing.exit_code == 2 and "cannot read it" in missing.output
+    (tmp_path / "empty.toml").write_text("[env]\n")
+    empty = run("tuner", "--rules", str(tmp_path / "empty.toml"), "--bytes", "1", "--nranks", "8", "--json")
+    assert empty.exit_code == 2 and json.loads(empty.output)["ok"] is False
+
+
+def test_doctor_reports_the_native_plugins(run):
+    result = run("doctor", "--json")
+    native = json.loads(result.output)["native"]
+    assert native["available"] is True and native["library"] == str(library.library_path())
+    assert native["exported"] == {"env": [1, 2], "tuner": [2, 3, 4, 5, 6]}
+    assert "Native NCCL plugins (env + tuner): available" in run("doctor").output
