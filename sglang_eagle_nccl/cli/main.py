@@ -11,6 +11,7 @@ import click
 
 from sglang_eagle_nccl import __version__
 from sglang_eagle_nccl.cli import audit, diagnose, profiles, run
+from sglang_eagle_nccl.cli import sizes as sizes_cli
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -36,6 +37,8 @@ for _command in (
     diagnose.doctor, diagnose.analyze, diagnose.estimate,
 ):
     main.add_command(_command)
+
+main.add_command(sizes_cli.sizes)
 
 
 if __name__ == "__main__":  # pragma: no cover
