@@ -11,6 +11,7 @@ import click
 
 from sglang_eagle_nccl import __version__
 from sglang_eagle_nccl.cli import audit, diagnose, profiles, run, tuner
+from sglang_eagle_nccl.cli import sizes as sizes_cli
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -37,6 +38,8 @@ for _command in (
     tuner.tuner_cmd,
 ):
     main.add_command(_command)
+
+main.add_command(sizes_cli.sizes)
 
 
 if __name__ == "__main__":  # pragma: no cover
