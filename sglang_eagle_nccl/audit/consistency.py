@@ -32,22 +32,32 @@ class ConsistencyError(PluginStop, RuntimeError):
     """Ranks of one group disagree on NCCL settings, or did not answer in time."""
 
 
+# Paths of plugin libraries differ between installations (nodes, venvs) by design; what ranks must
+# share is the library itself and its rules, compared through the extras instead.
+PER_INSTALLATION = frozenset({"NCCL_ENV_PLUGIN", "NCCL_TUNER_PLUGIN"})
+
+
 def must_match_part(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in sorted(env.items()) if k.startswith(ALLOWED_PREFIXES) and rank_rule(k) == "must_match"}
+    return {
+        k: v for k, v in sorted(env.items())
+        if k.startswith(ALLOWED_PREFIXES) and k not in PER_INSTALLATION and rank_rule(k) == "must_match"
+    }
 
 
-def fingerprint(env: Mapping[str, str]) -> str:
-    data = json.dumps(must_match_part(env), sort_keys=True).encode()
+def fingerprint(env: Mapping[str, str], extras: Mapping[str, str] | None = None) -> str:
+    data = json.dumps({**must_match_part(env), **(extras or {})}, sort_keys=True).encode()
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def payload(env: Mapping[str, str], rank: int) -> dict[str, Any]:
-    values = must_match_part(env)
+def payload(env: Mapping[str, str], rank: int, extras: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What one rank contributes: its must-match NCCL values plus ``extras`` (e.g. the native
+    plugin library version and tuner-rules digest, named in parentheses so no NCCL name collides)."""
+    values = {**must_match_part(env), **(extras or {})}
     return {
         "rank": rank,
         "host": socket.gethostname(),
         "pid": os.getpid(),
-        "fingerprint": fingerprint(env),
+        "fingerprint": fingerprint(env, extras),
         "values": values,
     }
 
@@ -154,13 +164,14 @@ def check_group(
     env: Mapping[str, str],
     *,
     timeout_s: float,
+    extras: Mapping[str, str] | None = None,
 ) -> CheckResult:
     """All-gather the must-match NCCL settings over ``cpu_group``; return what differs."""
     import torch.distributed as dist
 
     world_size = dist.get_world_size(group=cpu_group)
     rank = dist.get_rank()
-    item = payload(env, rank)
+    item = payload(env, rank, extras)
     gathered = _gather_with_timeout(cpu_group, item, world_size, timeout_s) if world_size > 1 else [item]
     mismatches = compare(gathered)
     return CheckResult(

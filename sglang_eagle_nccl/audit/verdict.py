@@ -154,6 +154,10 @@ class Report:
     problems: list[str]
     picked: str | None = None  # how the launch was chosen from a root directory
     unreadable: list[str] = field(default_factory=list)
+    # pid -> what NCCL itself read in that process (native env plugin), with its verdict
+    nccl_reads: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # group -> all-reduce paths SGLang enabled (first rank that recorded them)
+    allreduce_paths: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -171,6 +175,8 @@ class Report:
             "sglang_writes": self.sglang_writes,
             "problems": self.problems,
             "unreadable": self.unreadable,
+            "nccl_reads": {str(pid): r for pid, r in sorted(self.nccl_reads.items())},
+            "allreduce_paths": self.allreduce_paths,
         }
 
 
@@ -249,7 +255,8 @@ def _judge_communicator(proc: ProcessRecords, role: str, rec: Mapping[str, Any],
     )
 
 
-def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str = "") -> Report:
+def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str = "",
+          reads: Mapping[int, Any] | None = None) -> Report:
     launch_profile = meta.get("profile") if isinstance(meta, Mapping) and isinstance(meta.get("profile"), dict) else {}
     problems: list[str] = []
     pverdicts: list[ProcessVerdict] = []
@@ -257,6 +264,9 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
     eagle: list[dict[str, Any]] = []
     sglang_writes: list[dict[str, Any]] = []
     expected_schedulers: int | None = None
+    reads = reads or {}
+    nccl_reads: dict[int, dict[str, Any]] = {}
+    paths: dict[str, dict[str, Any]] = {}
 
     for proc in processes:
         role = proc.role
@@ -270,7 +280,11 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             notes.append("no process_start record")
             verdicts.append("fail")
         first_env: dict[str, str] | None = None
+        last_exp: Expectation | None = None
         for rec, exp in expectations(proc.records, launch_profile):
+            last_exp = exp
+            if rec.get("event") == "group_created" and isinstance(rec.get("allreduce_paths"), dict):
+                paths.setdefault(str(rec.get("group")), rec["allreduce_paths"])
             event = rec.get("event")
             if event in ENV_EVENTS and isinstance(rec.get("env"), dict) and exp is not None:
                 diffs = differences(exp.env, rec["env"], skip=exp.keep)
@@ -323,6 +337,15 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             for u in patch["uncovered"]:
                 verdicts.append("warn")
                 notes.append(f"uncovered (allow_partial): {u.get('target')}")
+        if proc.pid in reads:
+            from sglang_eagle_nccl.audit.nccl_reads import judge_reads
+
+            got = reads[proc.pid]
+            rv = judge_reads(got, last_exp.env if last_exp else {}, last_exp.groups if last_exp else {},
+                             last_exp.keep if last_exp else ())
+            verdicts.append(rv.verdict)  # type: ignore[arg-type]
+            notes += [f"NCCL's own reads: {n}" for n in rv.notes]
+            nccl_reads[proc.pid] = {**got.to_dict(), "verdict": rv.verdict, "notes": rv.notes}
         for rec in proc.events("eagle_groups"):
             eagle.append({"pid": proc.pid, **{k: rec.get(k) for k in ("worker", "draft", "verify", "draft_note")}})
         sglang_rank = role.startswith(("scheduler", "preflight")) or bool(proc.events("scheduler_start"))
@@ -359,10 +382,11 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             problems.append(f"{c.role} pid {c.pid} {c.kind} '{c.group}': " + "; ".join(c.notes))
     if not processes:
         problems.append("no audit records found")
-    elif not rank_processes and not comms:
+    elif not rank_processes and not comms and not any(r.get("reads") for r in nccl_reads.values()):
         problems.append(
-            "nothing real was audited in this launch: no process recorded an SGLang rank or a communicator "
-            "(only helper processes ran). This is not a pass; audit the launch directory printed by the SGLang launch"
+            "nothing real was audited in this launch: no process recorded an SGLang rank, a communicator or "
+            "NCCL's own reads (only helper processes ran). This is not a pass; audit the launch directory "
+            "printed by the SGLang launch"
         )
     verdict = worst([p.verdict for p in pverdicts] + [c.verdict for c in comms] + (["fail"] if problems else []))
     return Report(
@@ -374,15 +398,19 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
         eagle=eagle,
         sglang_writes=sglang_writes,
         problems=problems,
+        nccl_reads=nccl_reads,
+        allreduce_paths=paths,
     )
 
 
 def load_report(path: str | Path) -> Report:
     """Judge the launch at ``path`` (a launch directory, or a root: its newest launch)."""
     root = Path(path)
+    from sglang_eagle_nccl.audit.nccl_reads import read_reads
+
     run = find_launch_dir(root)
     meta, processes = read_launch(run)
-    report = judge(meta, processes, str(run))
+    report = judge(meta, processes, str(run), read_reads(run))
     if run.resolve() != root.resolve():
         report.picked = f"newest launch under {root}: {run.name}"
     return report
@@ -425,6 +453,28 @@ def format_text(report: Report) -> str:
         )
         for n in c.notes:
             lines.append(f"        {n}")
+    lines.append("")
+    lines.append("NCCL's own reads (native env plugin)")
+    if not report.nccl_reads:
+        lines.append(
+            "  unavailable: no process recorded any (NCCL < 2.28.7 has no env plugin interface, the native plugins "
+            "are not installed, or NCCL was never loaded in this launch)"
+        )
+    for pid, r in sorted(report.nccl_reads.items()):
+        from sglang_eagle_nccl.audit.nccl_reads import ProcessReads, read_lines
+
+        holder = ProcessReads(pid, r["file"], reads=r["reads"])
+        version = f"NCCL {r.get('nccl_version') or '?'}, env plugin {r.get('env_plugin_abi') or '?'}"
+        lines.append(f"  {MARK[r['verdict']]} pid {pid} ({version}): {len(r['reads'])} read(s)")
+        lines += [f"        {x}" for x in read_lines(holder)]
+        lines += [f"        {n}" for n in r["notes"]]
+    if report.allreduce_paths:
+        from sglang_eagle_nccl.audit.allreduce_paths import format_paths
+
+        lines.append("")
+        lines.append("Which all-reduce runs, per group (first rank that recorded it)")
+        for _group, description in sorted(report.allreduce_paths.items()):
+            lines += [f"  {x}" for x in format_paths(description)]
     if report.eagle:
         lines.append("")
         lines.append("EAGLE speculative decoding (no new groups: draft and verify reuse existing ones)")

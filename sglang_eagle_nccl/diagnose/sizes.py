@@ -12,7 +12,7 @@ EAGLE verify step ``num_draft_tokens`` per request, a prefill chunk up to ``chun
 For a 7168-wide bf16 model that is 14 KiB per token: decode and verify are KiB to a few MiB,
 prefill chunks tens of MiB, which is why one global NCCL protocol choice fits neither well.
 
-:func:`predict_path` walks SGLang's dispatch order (``runtime/data/allreduce_paths.toml``) for one
+:func:`predict_path` walks SGLang's dispatch order (``audit/data/allreduce_paths.toml``) for one
 message size and says which implementation would carry it: a prediction from SGLang's own
 thresholds and defaults, not a measurement; where the answer depends on hardware (NVLink or PCIe,
 GPU generation, world size) it says so. The audit's per-group record (``describe_group``) shows
@@ -32,9 +32,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from sglang_eagle_nccl.errors import PluginStop
-from sglang_eagle_nccl.findings import Finding, error
-from sglang_eagle_nccl.runtime.allreduce_paths import (
+from sglang_eagle_nccl.audit.allreduce_paths import (
     DispatchRange,
     DispatchStep,
     dispatch_for,
@@ -43,6 +41,8 @@ from sglang_eagle_nccl.runtime.allreduce_paths import (
     normalize_version,
     path_info,
 )
+from sglang_eagle_nccl.errors import PluginStop
+from sglang_eagle_nccl.findings import Finding, error
 
 __all__ = [
     "FLAGS",

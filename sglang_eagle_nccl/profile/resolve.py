@@ -21,6 +21,7 @@ from typing import Any
 
 from sglang_eagle_nccl import names
 from sglang_eagle_nccl.findings import Finding, ProfileError, error, warning
+from sglang_eagle_nccl.nccl.tuner_rules import rule_to_dict
 from sglang_eagle_nccl.profile.model import KNOWN_GROUPS, Profile
 from sglang_eagle_nccl.profile.policy import policy_from_environ, policy_from_mapping
 from sglang_eagle_nccl.profile.sources import _Layer, load_spec, parse_env_flags, split_env_string
@@ -169,6 +170,19 @@ def validate_layer(
                 )
             )
 
+    rules = _check_tuner_rules(merged, findings)
+    for owned in ("NCCL_ENV_PLUGIN", "NCCL_TUNER_PLUGIN"):
+        if owned in merged.env and (owned == "NCCL_ENV_PLUGIN" or rules):
+            findings.append(
+                error(
+                    owned, merged.env[owned],
+                    "sglang-eagle-nccl sets this itself, in every process, to its own native plugin "
+                    + ("(it serves the profile to NCCL and records what NCCL read)" if owned == "NCCL_ENV_PLUGIN"
+                       else "(the profile's [[tuner.rules]] run in it)"),
+                    f"remove {owned} from the profile" + ("" if owned == "NCCL_ENV_PLUGIN" else " or drop its [[tuner.rules]]"),
+                ).with_source(merged.origin.get(f"env:{owned}"))
+            )
+
     errors = [x for x in findings if x.severity == "error"]
     if errors:
         raise ProfileError(findings)
@@ -180,8 +194,33 @@ def validate_layer(
         policy=policy,
         sources=tuple(sources),
         description=merged.description,
+        tuner_rules=tuple(rule_to_dict(r) for r in rules),
     )
     return Resolution(profile, tuple(x for x in findings if x.severity == "warning"))
+
+
+def _check_tuner_rules(merged: _Layer, findings: list[Finding]) -> list[Any]:
+    """Parse and check the ``[[tuner.rules]]`` of a merged layer (against the profile's own
+    NCCL_PROTO / NCCL_ALGO, and each group's where a rule names a group that overrides them)."""
+    from sglang_eagle_nccl.nccl.tuner_rules import check_rules, parse_rules
+
+    rules: list[Any] = []
+    for raw, source in merged.tuner_rules:
+        parsed, f = parse_rules([raw], source)
+        rules += parsed
+        findings += f
+    if len(rules) != len(merged.tuner_rules):
+        return rules
+    env = merged.env
+    findings += check_rules(rules, env.get("NCCL_PROTO"), env.get("NCCL_ALGO"))
+    for group, genv in merged.groups.items():
+        mine = [r for r in rules if r.group == group]
+        if mine and ("NCCL_PROTO" in genv or "NCCL_ALGO" in genv):
+            findings += [
+                f for f in check_rules(mine, genv.get("NCCL_PROTO", env.get("NCCL_PROTO")), genv.get("NCCL_ALGO", env.get("NCCL_ALGO")))
+                if f.severity == "error"
+            ]
+    return rules
 
 
 def validate_data(data: Mapping[str, Any], *, source: str) -> Profile:
@@ -201,6 +240,8 @@ def validate_data(data: Mapping[str, Any], *, source: str) -> Profile:
         ])
     layer.nodes = {int(n): dict(e) for n, e in data.get("nodes", {}).items()}
     layer.policy = dict(data.get("policy", {}))
+    rules = data.get("tuner_rules", [])
+    layer.tuner_rules = [(r, source) for r in rules] if isinstance(rules, list) else [(rules, source)]
     description = data.get("description", "")
     layer.description = description if isinstance(description, str) else ""
     for prefix, pairs in (("env", layer.env), *((f"groups.{g}", e) for g, e in layer.groups.items()),

@@ -38,6 +38,8 @@ class _Layer:
     policy: dict[str, Any] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)  # "env:NCCL_X" -> source label
     description: str = ""
+    # [[tuner.rules]] as written (checked in resolve), each with the source it came from.
+    tuner_rules: list[tuple[Any, str]] = field(default_factory=list)
 
     def merge(self, other: _Layer) -> None:
         self.env.update(other.env)
@@ -49,9 +51,12 @@ class _Layer:
         self.origin.update(other.origin)
         if other.description:
             self.description = other.description
+        # First match wins: a later layer's rules (a file on top of a built-in it extends, a second
+        # --profile) come first, so they take precedence over the rules they are layered on.
+        self.tuner_rules = list(other.tuner_rules) + self.tuner_rules
 
 
-_TOP_KEYS = {"name", "description", "extends", "env", "groups", "nodes", "policy"}
+_TOP_KEYS = {"name", "description", "extends", "env", "groups", "nodes", "policy", "tuner"}
 
 
 def _value_to_str(name: str, value: Any, where: str, findings: list[Finding]) -> str | None:
@@ -171,6 +176,17 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
         findings.append(error("policy", None, "[policy] must be a table", "write [policy] then key = value"))
     else:
         layer.policy.update(policy)
+    tuner = doc.get("tuner", {})
+    if not isinstance(tuner, dict) or set(tuner) - {"rules"}:
+        findings.append(error("tuner", None, "the tuner section holds only [[tuner.rules]] blocks",
+                              "write each rule as a [[tuner.rules]] block (see `sglang-eagle-nccl tuner --help`)"))
+    elif "rules" in tuner:
+        rules = tuner["rules"]
+        if not isinstance(rules, list):
+            findings.append(error("tuner.rules", None, "must be a list of rules", "write each rule as a [[tuner.rules]] block"))
+        else:
+            # A file's own rules replace those of the built-in it extends only by coming first.
+            layer.tuner_rules = [(r, source) for r in rules] + layer.tuner_rules
     return layer, [f.with_source(source) for f in findings]
 
 

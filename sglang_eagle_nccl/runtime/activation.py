@@ -32,10 +32,11 @@ if TYPE_CHECKING:  # pragma: no cover
 class Plan:
     """Everything :func:`apply` will do, decided and checked before anything is written."""
 
-    __slots__ = ("data", "profile", "wire", "run_dir", "node_rank", "is_root", "desired", "warnings")
+    __slots__ = ("data", "profile", "wire", "run_dir", "node_rank", "is_root", "desired", "unset", "warnings")
 
     def __init__(self, data: dict[str, Any], profile: Profile | None, wire: str | None, run_dir: str | None,
-                 node_rank: int | None, is_root: bool, desired: dict[str, str], warnings: list[str]) -> None:
+                 node_rank: int | None, is_root: bool, desired: dict[str, str], unset: list[str],
+                 warnings: list[str]) -> None:
         self.data = data
         self.profile = profile
         self.wire = wire  # the inherited serialised profile, kept as it is (None: encode our own)
@@ -43,6 +44,7 @@ class Plan:
         self.node_rank = node_rank
         self.is_root = is_root
         self.desired = desired
+        self.unset = unset  # variables to remove (a stale native plugin path of another install)
         self.warnings = warnings
 
 
@@ -64,6 +66,14 @@ def node_rank_from(environ: Mapping[str, str]) -> int | None:
         error(names.ENV_NODE_RANK, value, "must be a node rank: ASCII digits 0-999999",
               f"set {names.ENV_NODE_RANK} to this node's --node-rank (0, 1, ...) or unset it")
     ])
+
+
+def _with_native(env: dict[str, str]) -> dict[str, str]:
+    """A new expectation keeps this process's own native plugin variables (decided at activation)."""
+    from sglang_eagle_nccl.runtime.native import PLUGIN_VARS
+
+    env.update({k: v for k, v in STATE.expected_env.items() if k in PLUGIN_VARS})
+    return env
 
 
 def process_env(data: Mapping[str, Any], node_rank: int | None, run_dir: str | None = None) -> dict[str, str]:
@@ -108,7 +118,12 @@ def plan(profile: Profile | None = None, environ: Mapping[str, str] | None = Non
         # win, the inherited value is that decision and must stay.
         keep = set(data.get("policy", {}).get("sglang_wins", ()))
         desired = {k: v for k, v in desired.items() if not (k in keep and k in environ)}
-    return Plan(data, profile, wire_text, run_dir, node_rank, is_root, desired, warnings)
+    from sglang_eagle_nccl.runtime.native import plugin_env
+
+    native = plugin_env(data, environ)
+    desired.update({k: v for k, v in native.items() if v is not None})
+    unset = [k for k, v in native.items() if v is None]
+    return Plan(data, profile, wire_text, run_dir, node_rank, is_root, desired, unset, warnings)
 
 
 # --- doing --------------------------------------------------------------------------------------
@@ -170,6 +185,7 @@ def apply(the_plan: Plan, *, origin: str) -> None:
         if STATE.active:
             return
         updates: dict[str, str | None] = dict(the_plan.desired)
+        updates.update({k: None for k in the_plan.unset})
         if not names.is_enabled():
             updates[names.ENV_ENABLE] = "1"  # children must activate too
         if the_plan.is_root:
@@ -249,6 +265,9 @@ def _change_expectation(new_desired: dict[str, str], *, reason: str, profile_nam
         STATE.saved_before.setdefault(name, before)
     STATE.expected_env = dict(new_desired)
     publish()
+    from sglang_eagle_nccl.runtime.native import resync
+
+    resync()
     if STATE.audit is not None:
         STATE.audit.write(
             "profile_changed",
@@ -273,7 +292,10 @@ def reconfigure(profile: Profile, *, reason: str) -> None:
         old = (STATE.data or {}).get("name")
         STATE.node_rank = node_rank_from(os.environ)
         data = profile.to_dict()
+        from sglang_eagle_nccl.runtime.native import plugin_env
+
         new_desired = process_env(data, STATE.node_rank, STATE.run_dir)
+        new_desired.update({k: v for k, v in plugin_env(data, os.environ).items() if v is not None})
         STATE.set_profile(data, profile)
         _change_expectation(new_desired, reason=reason, profile_name=profile.name)
     log(f"profile '{profile.name}' from {reason} replaces '{old or '-'}'")
@@ -286,7 +308,7 @@ def set_node_rank(node_rank: int, *, reason: str) -> None:
             return
         _write_atomically({names.ENV_NODE_RANK: str(node_rank)})
         STATE.node_rank = node_rank
-        _change_expectation(process_env(STATE.data, node_rank, STATE.run_dir), reason=reason,
+        _change_expectation(_with_native(process_env(STATE.data, node_rank, STATE.run_dir)), reason=reason,
                             profile_name=STATE.data.get("name"))
 
 
@@ -297,3 +319,6 @@ def join_launch(run_dir: str) -> None:
         if STATE.audit is not None:
             STATE.audit.attach(run_dir)
         publish()
+        from sglang_eagle_nccl.runtime.native import resync
+
+        resync()

@@ -35,10 +35,11 @@ def _install_after_import(_module: Any) -> None:
     # Runs inside `import sglang`: an error here makes that import fail, which is the point
     # (SGLang must not run with hooks missing), so say why first. The installer (wrapt,
     # inspect ...) is imported only now: processes that never import SGLang never pay for it.
-    from sglang_eagle_nccl.runtime import installer
+    from sglang_eagle_nccl.runtime import installer, native
 
     try:
         installer.install_patches()
+        native.sync()
     except BaseException as exc:
         log(message_of(exc))
         raise
@@ -90,11 +91,12 @@ def sglang_plugin() -> None:
         raise SystemExit(2)
     if not STATE.active and not names.is_enabled():
         return
-    from sglang_eagle_nccl.runtime import installer
+    from sglang_eagle_nccl.runtime import installer, native
 
     try:
         activate(origin="entry_point")
         installer.install_patches(from_entry_point=True)
+        native.sync()
     except BaseException as exc:  # noqa: BLE001 - fail closed
         if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             raise

@@ -15,6 +15,7 @@ from typing import Any
 
 from sglang_eagle_nccl.log import log
 from sglang_eagle_nccl.runtime import environ as envmod
+from sglang_eagle_nccl.runtime import native
 from sglang_eagle_nccl.runtime.state import STATE, current_group_var, record
 
 
@@ -49,8 +50,11 @@ def _consistency(group_name: str, cpu_group: Any, env: dict[str, str]) -> None:
 
         if not isinstance(cpu_group, dist.ProcessGroup):
             return  # a StatelessProcessGroup (no torch collectives to use)
+        from sglang_eagle_nccl.runtime.native import consistency_extras
+
         result = consistency.check_group(
-            cpu_group, group_name, env, timeout_s=float(policy.get("consistency_timeout_s", 60.0))
+            cpu_group, group_name, env, timeout_s=float(policy.get("consistency_timeout_s", 60.0)),
+            extras=consistency_extras(),
         )
     except ConsistencyError as exc:
         record("consistency_failed", group=group_name, error=str(exc), mode=mode)
@@ -87,19 +91,25 @@ def group_created(original: Callable[..., Any], instance: Any, args: tuple, kwar
     token = current_group_var().set(name)
     # Per-group values are in os.environ only while this group is built, so the eager PyNccl
     # communicator created inside __init__ reads them; torch's communicator is created lazily at
-    # the first collective, after they are gone (the audit says so).
+    # the first collective, after they are gone (the audit says so). The native plugins get the
+    # group's label for the same window: the env plugin serves the group's values, and the tuner
+    # records the label at its init so group rules reach this eager communicator.
     envmod.apply(overrides)
+    native.select_group(name)
     try:
         result = original(*args, **kwargs)
         env_at_creation = envmod.nccl_snapshot()
         _consistency(name, getattr(instance, "cpu_group", None), env_at_creation)
     finally:
+        native.select_group(None)
         current_group_var().reset(token)
         envmod.put_back(saved)
     backend = arguments.get("torch_distributed_backend")
     device_backend = _backend_name(getattr(instance, "device_group", None))
     nccl_device = "nccl" in str(device_backend or backend or "").lower()
     _note_first_comm(env_at_creation)
+    from sglang_eagle_nccl.audit.allreduce_paths import describe_group
+
     record(
         "group_created",
         group=name,
@@ -116,6 +126,7 @@ def group_created(original: Callable[..., Any], instance: Any, args: tuple, kwar
         has_pynccl=getattr(instance, "pynccl_comm", None) is not None,
         group_overrides=overrides,
         env=env_at_creation,
+        allreduce_paths=describe_group(instance, sglang_version=STATE.selection.version if STATE.selection else None),
     )
     return result
 

@@ -53,6 +53,10 @@ class ProcessState:
         # profile replaced by launch flags gives back what the user had exported.
         self.saved_before: dict[str, str | None] = {}
         self.run_dir: str | None = None
+        # The native plugin library once configured: its version and rules digest (ranks compare
+        # them), and this process's file of NCCL's own reads.
+        self.native_info: dict[str, str] | None = None
+        self.reads_log: str | None = None
         self.audit: AuditWriter | None = None
         self.selection: Selection | None = None
         self.cli_hooks = False

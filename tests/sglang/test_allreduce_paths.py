@@ -22,7 +22,7 @@ import inspect
 import pytest
 from packaging.version import Version
 
-from sglang_eagle_nccl.runtime import allreduce_paths as ap
+from sglang_eagle_nccl.audit import allreduce_paths as ap
 from support import allreduce_ranks
 
 

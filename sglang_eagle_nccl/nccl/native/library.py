@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sglang_eagle_nccl.nccl.native.location import LIBRARY_FILE  # noqa: E402 - one name for both modules
 from sglang_eagle_nccl.nccl.tuner_rules import (
     ALGORITHMS,
     COLLECTIVE_IDS,
@@ -37,7 +38,6 @@ from sglang_eagle_nccl.nccl.tuner_rules import (
 from sglang_eagle_nccl.nccl.tuner_rules import rules_digest as _rules_digest
 
 HERE = Path(__file__).resolve().parent
-LIBRARY_FILE = "libsglang_eagle_nccl_nccl.so"
 BUILD_INFO_FILE = "build_info.json"
 CONTROL_ABI = 1  # SEN_CONTROL_ABI in the C source
 ENV_ABIS = (1, 2)

@@ -100,7 +100,7 @@ class DispatchRange:
 
 @functools.cache
 def _data() -> dict[str, Any]:
-    text = resources.files("sglang_eagle_nccl.runtime").joinpath("data/allreduce_paths.toml").read_text("utf-8")
+    text = resources.files("sglang_eagle_nccl.audit").joinpath("data/allreduce_paths.toml").read_text("utf-8")
     return toml_loads(text)
 
 
