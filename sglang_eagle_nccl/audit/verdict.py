@@ -293,6 +293,14 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
                     notes.append(f"profile not in force at {event}: " + "; ".join(diffs))
             elif event in ("group_created", "pynccl_created"):
                 comm = _judge_communicator(proc, role, rec, exp, first_env)
+                if comm.verdict == "absent" and exp is not None and isinstance(rec.get("env"), dict):
+                    # No NCCL communicator to judge, but the process still had to hold the profile
+                    # when it built the group: a difference there is the process's failure.
+                    ov = rec.get("group_overrides") if isinstance(rec.get("group_overrides"), dict) else None
+                    diffs = differences(exp.for_group(comm.group, ov), rec["env"], skip=exp.keep)
+                    if diffs:
+                        verdicts.append("fail")
+                        notes.append(f"profile not in force when {comm.kind} '{comm.group}' was created: " + "; ".join(diffs))
                 if comm.verdict != "absent" and first_env is None and isinstance(rec.get("env"), dict):
                     first_env = dict(rec["env"])
                 comms.append(comm)

@@ -222,5 +222,5 @@ def open_launch(root: str | None, meta: dict[str, Any], *, required: bool) -> st
         message = f"cannot create the audit directory under {root or default_root()}: {exc}"
         if required:
             raise AuditError(f"{message} (audit_required is set); pass a writable audit directory") from exc
-        log(f"WARNING: {message}; continuing WITHOUT audit (set audit_required to make this fatal)", once="no-audit-dir")
+        log(f"WARNING: {message}; continuing without audit (set audit_required to make this fatal)", once="no-audit-dir")
         return None
