@@ -196,6 +196,10 @@ def apply(the_plan: Plan, *, origin: str) -> None:
             after.update({k: v for k, v in updates.items() if v is not None})
             wire_text = _signed_wire(the_plan.data, the_plan.run_dir, after)
         updates[names.ENV_PROFILE] = wire_text
+        # The env plugin gets its values before the environment points NCCL at it.
+        from sglang_eagle_nccl.runtime.native import start
+
+        start(the_plan.desired, the_plan.data, the_plan.run_dir)
         written = _write_atomically(updates)
         # Nothing below can leave os.environ half-written: it only records.
         for name, before, _after in written:

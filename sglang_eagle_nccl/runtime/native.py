@@ -68,8 +68,40 @@ def plugin_env(data: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str,
     return {var: None for var in PLUGIN_VARS if environ.get(var) and is_ours(environ[var])}
 
 
-def _values() -> dict[str, str]:
-    return {k: v for k, v in STATE.expected_env.items() if k not in PLUGIN_VARS}
+def _values(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in PLUGIN_VARS}
+
+
+def start(desired: Mapping[str, str], data: Mapping[str, Any], run_dir: str | None) -> None:
+    """At activation, before the environment is written: give the env plugin its values.
+
+    From here on NCCL reads the profile through the plugin, in this process, whatever a later
+    write to the environment does (and whether or not SGLang is ever imported here). ctypes only.
+    """
+    path = desired.get(ENV_PLUGIN)
+    if not path:
+        return
+    from sglang_eagle_nccl.nccl.native.env_control import load
+
+    control = load(path)
+    control.configure(_values(desired), data.get("groups", {}), data.get("policy", {}).get("sglang_wins", ()))
+    STATE.env_control = control
+    if run_dir is not None:
+        _open_reads_log(control, run_dir)
+
+
+def _open_reads_log(control: Any, run_dir: str) -> None:
+    reads = _reads_path(run_dir)
+    problem = control.open_reads_log(reads)
+    if problem is None:
+        STATE.reads_log = reads
+        return
+    message = f"cannot write NCCL's reads log {reads}: {problem}"
+    if STATE.policy.get("audit_required"):
+        from sglang_eagle_nccl.audit.writer import AuditError
+
+        raise AuditError(message + " (audit_required is set)")
+    log(f"WARNING: {message}; NCCL's own reads are not recorded", once="reads-log")
 
 
 def _reads_path(run_dir: str) -> str:
@@ -98,22 +130,12 @@ def sync() -> None:
             error(ENV_PLUGIN, path, f"the native plugin library cannot be loaded: {exc}", "reinstall sglang-eagle-nccl")
         ]) from None
     rules = [rule_from_dict(r) for r in STATE.data.get("tuner_rules", ())]
-    lib.configure_env(_values(), STATE.data.get("groups", {}), STATE.policy.get("sglang_wins", ()))
+    lib.configure_env(_values(STATE.expected_env), STATE.data.get("groups", {}), STATE.policy.get("sglang_wins", ()))
     lib.configure_tuner(rules)
     first = STATE.native_info is None
     STATE.native_info = {"library_version": lib.library_version(), "rules_digest": rules_digest(rules)}
     if STATE.run_dir is not None and STATE.reads_log is None:
-        reads = _reads_path(STATE.run_dir)
-        problem = lib.open_reads_log(reads)
-        if problem is None:
-            STATE.reads_log = reads
-        else:
-            message = f"cannot write NCCL's reads log {reads}: {problem}"
-            if STATE.policy.get("audit_required"):
-                from sglang_eagle_nccl.audit.writer import AuditError
-
-                raise AuditError(message + " (audit_required is set)")
-            log(f"WARNING: {message}; NCCL's own reads are not recorded", once="reads-log")
+        _open_reads_log(lib, STATE.run_dir)
     if first:
         import atexit
 
@@ -140,15 +162,17 @@ def resync() -> None:
     """After the expectation changed (launch flags, node rank, launch joined): hand it over again."""
     if STATE.native_info is not None:
         sync()
+    elif STATE.env_control is not None:
+        STATE.env_control.configure(_values(STATE.expected_env), (STATE.data or {}).get("groups", {}),
+                                    STATE.policy.get("sglang_wins", ()))
+        if STATE.run_dir is not None and STATE.reads_log is None:
+            _open_reads_log(STATE.env_control, STATE.run_dir)
 
 
 def select_group(label: str | None) -> None:
     """Label communicators created from now on (the group hook, around GroupCoordinator.__init__)."""
-    if STATE.native_info is None:
-        return
-    from sglang_eagle_nccl.nccl.native.library import select_group as select
-
-    select(label)
+    if STATE.env_control is not None:
+        STATE.env_control.select_group(label)
 
 
 def consistency_extras() -> dict[str, str]:

@@ -57,6 +57,7 @@ class ProcessState:
         # them), and this process's file of NCCL's own reads.
         self.native_info: dict[str, str] | None = None
         self.reads_log: str | None = None
+        self.env_control: Any = None  # the env plugin's ctypes control, once configured
         self.audit: AuditWriter | None = None
         self.selection: Selection | None = None
         self.cli_hooks = False

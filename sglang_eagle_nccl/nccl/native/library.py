@@ -17,7 +17,6 @@ heavy is imported at module level: ``doctor`` imports this to report availabilit
 from __future__ import annotations
 
 import ctypes
-import errno as errno_codes
 import json
 import os
 import threading
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sglang_eagle_nccl.nccl.native.env_control import EnvControl, encode, errno_text
 from sglang_eagle_nccl.nccl.native.location import LIBRARY_FILE  # noqa: E402 - one name for both modules
 from sglang_eagle_nccl.nccl.tuner_rules import (
     ALGORITHMS,
@@ -241,19 +241,6 @@ class QueryResult:
 # --- the library -------------------------------------------------------------------------------------------
 
 
-def _encode(text: str, what: str) -> bytes:
-    if not isinstance(text, str):
-        raise TypeError(f"{what} must be a str, not {type(text).__name__}")
-    raw = os.fsencode(text)  # the bytes os.environ would hold for it (surrogateescape)
-    if b"\0" in raw:
-        raise ValueError(f"{what} {text!r} contains a NUL character, which no C string can hold")
-    return raw
-
-
-def _errno_text(code: int) -> str:
-    return f"{os.strerror(code)} ({errno_codes.errorcode.get(code, code)})"
-
-
 class NativeLibrary:
     """One loaded copy of the library (normally the installed one, see :func:`load`)."""
 
@@ -298,6 +285,7 @@ class NativeLibrary:
             fn = getattr(lib, name)
             fn.restype = restype
             fn.argtypes = argtypes
+        self._env = EnvControl(lib, str(path))
 
     # -- identity --
 
@@ -320,6 +308,8 @@ class NativeLibrary:
 
     # -- env plugin --
 
+    # -- env plugin (the same binding activation uses at interpreter start) --
+
     def configure_env(
         self,
         values: Mapping[str, str],
@@ -331,27 +321,11 @@ class NativeLibrary:
 
         Call it before the process's first NCCL call: NCCL reading while the old profile is
         being replaced could see part of each."""
-        encoded = [(None, _encode(k, "variable name"), _encode(v, f"value of {k}")) for k, v in values.items()]
-        for group, group_values in (groups or {}).items():
-            label = _encode(group, "group label")
-            encoded += [(label, _encode(k, "variable name"), _encode(v, f"value of {k}")) for k, v in group_values.items()]
-        wins = [_encode(name, "variable name") for name in environment_wins]
-        lib = self._lib
-        lib.sen_env_reset()
-        for label, name, value in encoded:
-            rc = lib.sen_env_set(name, value) if label is None else lib.sen_env_set_group(label, name, value)
-            if rc:
-                raise MemoryError(f"native env plugin could not store {name.decode()}: {_errno_text(rc)}")
-        for name in wins:
-            rc = lib.sen_env_environment_wins(name)
-            if rc:
-                raise MemoryError(f"native env plugin could not store {name.decode()}: {_errno_text(rc)}")
+        self._env.configure(values, groups, environment_wins)
 
     def select_group(self, label: str | None) -> None:
         """Select the group whose communicator is about to be created (None clears)."""
-        rc = self._lib.sen_select_group(None if label is None else _encode(label, "group label"))
-        if rc:
-            raise MemoryError(f"native plugin could not select group {label!r}: {_errno_text(rc)}")
+        self._env.select_group(label)
 
     def selected_group(self) -> str | None:
         buf = _c.create_string_buffer(256)
@@ -365,19 +339,11 @@ class NativeLibrary:
 
     def open_reads_log(self, path: str | os.PathLike[str]) -> str | None:
         """Open this process's log of what NCCL read. None on success, else the error to report."""
-        rc = self._lib.sen_open_reads_log(_encode(os.fspath(path), "reads log path"))
-        if rc:
-            return f"cannot open the NCCL reads log {os.fspath(path)}: {_errno_text(rc)}"
-        return None
+        return self._env.open_reads_log(path)
 
     def reads_log_error(self) -> str | None:
         """None while the log is open and every write succeeded, else what went wrong."""
-        rc = self._lib.sen_reads_log_status()
-        if rc == 0:
-            return None
-        if rc < 0:
-            return "no NCCL reads log was opened in this process"
-        return f"writing the NCCL reads log failed: {_errno_text(rc)}"
+        return self._env.reads_log_error()
 
     def reset_reads(self) -> None:
         """Close the reads log and forget recorded reads (what a forked child starts with)."""
@@ -385,8 +351,7 @@ class NativeLibrary:
 
     def flush_reads_counts(self) -> str | None:
         """Append the cumulative counts line; None, or the error text (see reads_log_error)."""
-        self._lib.sen_flush_reads_counts()
-        return self.reads_log_error()
+        return self._env.flush_reads_counts()
 
     def plugin_get_env(self, name: str, abi: int = 2) -> tuple[str | None, int]:
         """Ask the exported ``ncclEnvPlugin_v<abi>`` for ``name`` exactly as NCCL does.
@@ -395,7 +360,7 @@ class NativeLibrary:
         tests and diagnostics, not for activation.
         """
         plugin = self.env_struct(abi)
-        address = plugin.getEnv(_encode(name, "variable name"))
+        address = plugin.getEnv(encode(name, "variable name"))
         if not address:
             return None, 0
         return os.fsdecode(_c.string_at(address)), address
@@ -417,12 +382,12 @@ class NativeLibrary:
             rc = lib.sen_tuner_add_rule(
                 rule.collective_id, rule.min_bytes, _UINT64_MAX if rule.max_bytes is None else rule.max_bytes,
                 lo_r, _UINT64_MAX if hi_r is None else hi_r, lo_n, _UINT64_MAX if hi_n is None else hi_n,
-                None if rule.group is None else _encode(rule.group, "group label"),
+                None if rule.group is None else encode(rule.group, "group label"),
                 rule.algorithm_id, rule.protocol_id, rule.channels or 0,
             )
             if rc < 0:
                 lib.sen_tuner_reset()
-                raise ValueError(f"native tuner refused {rule_label(i)} ({rule.describe()}): {_errno_text(-rc)}")
+                raise ValueError(f"native tuner refused {rule_label(i)} ({rule.describe()}): {errno_text(-rc)}")
 
     def tuner_rule_count(self) -> int:
         return self._lib.sen_tuner_rule_count()
