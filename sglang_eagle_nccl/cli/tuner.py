@@ -44,36 +44,53 @@ def rules_from_file(path: str, *, as_json: bool = False) -> tuple[list[Any], lis
 
 
 def _profile_rules(profile: Any) -> list[Any]:
-    # Profiles do not carry tuner rules yet; once Profile has them, this is where they come in.
-    return list(getattr(profile, "tuner_rules", ()) or ())
+    from sglang_eagle_nccl.nccl.tuner_rules import rule_from_dict
+
+    return [rule_from_dict(r, f"profile {profile.name}") for r in profile.tuner_rules]
 
 
 @click.command("tuner")
 @profile_options
 @click.option("--rules", "rules_file", default=None, type=click.Path(dir_okay=False), help="TOML file with [[tuner.rules]] (replaces the profile's rules).")
 @click.option("--collective", default="allreduce", show_default=True, help="broadcast, reduce, allgather, reducescatter or allreduce.")
-@click.option("--bytes", "size", required=True, metavar="N", help="NCCL's nBytes of the call, e.g. 14336 or 64KiB.")
-@click.option("--nranks", type=click.IntRange(min=1), required=True, help="Communicator size.")
+@click.option("--bytes", "size", default=None, metavar="N", help="NCCL's nBytes of the call, e.g. 14336 or 64KiB.")
+@click.option("--nranks", "--tp", "nranks", type=click.IntRange(min=1), default=None, help="Communicator size (the TP size for SGLang's tp group).")
+@click.option("--model-config", default=None, metavar="PATH", help="Instead of --bytes: the model's config.json; shows the all-reduce bytes of decode, EAGLE verify and a prefill chunk, the path SGLang gives each, and the tuner's answer for each.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True, help="With --model-config: running requests per step.")
+@click.option("--speculative-num-draft-tokens", type=int, default=None, help="With --model-config: SGLang's --speculative-num-draft-tokens.")
+@click.option("--speculative-eagle-topk", type=int, default=None, help="With --model-config: SGLang's --speculative-eagle-topk.")
+@click.option("--chunked-prefill-size", type=int, default=None, help="With --model-config: SGLang's --chunked-prefill-size.")
+@click.option("--sglang-version", default=None, metavar="VERSION", help="With --model-config: predict paths for this SGLang release (default: the installed one).")
 @click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes in the communicator.")
 @click.option("--group", default=None, help="SGLang group label selected when the communicator was created (e.g. tp).")
 @click.option("--abi", type=click.IntRange(2, 6), default=6, show_default=True, help="Tuner ABI to ask (v6: NCCL 2.30+, v5: 2.28, v4: 2.24, v3: 2.22, v2: 2.21).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def tuner_cmd(
     profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, rules_file: str | None,
-    collective: str, size: str, nranks: int, nnodes: int, group: str | None, abi: int, as_json: bool,
+    collective: str, size: str | None, nranks: int | None, model_config: str | None, batch_size: int,
+    speculative_num_draft_tokens: int | None, speculative_eagle_topk: int | None, chunked_prefill_size: int | None,
+    sglang_version: str | None, nnodes: int, group: str | None, abi: int, as_json: bool,
 ) -> None:
-    """Ask the shipped tuner plugin which algorithm/protocol it picks for one collective call.
+    """Ask the shipped tuner plugin which algorithm/protocol it picks for a collective call.
 
     \b
-      sglang-eagle-nccl tuner --rules rules.toml --bytes 14336 --nranks 8 --group tp
+      sglang-eagle-nccl tuner --profile pcie-8gpu-eagle --bytes 14336 --nranks 8 --group tp
+      sglang-eagle-nccl tuner --profile pcie-8gpu-eagle --model-config M/config.json --tp 8 \\
+          --batch-size 8 --speculative-num-draft-tokens 4 --chunked-prefill-size 8192
 
-    Exit 2 when the input is bad or the native library is not available (the message says why).
+    The answer comes from the compiled library NCCL loads (called the way NCCL calls it). Exit 2
+    when the input is bad or the native library is not available (the message says why).
     """
     from sglang_eagle_nccl.findings import ProfileError
     from sglang_eagle_nccl.nccl.native import library
     from sglang_eagle_nccl.nccl.tuner_rules import COLLECTIVES, check_rules, rule_label, rules_digest
 
-    nbytes = parse_size(size)
+    if (size is None) == (model_config is None):
+        fail_input("give either --bytes N (one call) or --model-config PATH (the sizes of a model). "
+                   "Fix: e.g. --bytes 14336 --nranks 8", as_json=as_json)
+    if nranks is None:
+        fail_input("--nranks (or --tp) is required: the communicator size. Fix: e.g. --nranks 8", as_json=as_json)
+    nbytes = parse_size(size) if size is not None else 0
     if nbytes is None:
         fail_input(f"--bytes {size!r}: not a size. Fix: give a byte count such as 14336 or 64KiB", as_json=as_json)
     name = next((c for c in COLLECTIVES if c.lower() == collective.lower()), None)
@@ -89,6 +106,12 @@ def tuner_cmd(
     if any(f.severity == "error" for f in findings):
         err = ProfileError(findings)
         fail_input(str(err), as_json=as_json, findings=err.findings)
+    if model_config is not None:
+        _model_sizes(rules, abi, model_config, nranks=nranks, nnodes=nnodes, group=group or "tp",
+                     batch_size=batch_size, num_draft_tokens=speculative_num_draft_tokens,
+                     eagle_topk=speculative_eagle_topk, chunked_prefill_size=chunked_prefill_size,
+                     sglang_version=sglang_version, as_json=as_json)
+        return
     try:
         result = library.query_rules(rules, abi, name, nbytes, nranks, nnodes, group)
     except library.NativeUnavailable as exc:
@@ -112,3 +135,44 @@ def tuner_cmd(
     where = f"{nranks} rank(s), {nnodes} node(s)" + (f", group {group}" if group else ", no group label")
     click.echo(f"Query: {name} of {nbytes} bytes, {where}, tuner ABI v{abi} (NCCL {library.TUNER_ABI_SINCE[abi]}+)")
     click.echo(f"Answer of {library.library_path().name} {result.library_version}: {result.describe()}")
+
+
+def _model_sizes(rules: list[Any], abi: int, model_config: str, *, nranks: int, nnodes: int, group: str,
+                 batch_size: int, num_draft_tokens: int | None, eagle_topk: int | None,
+                 chunked_prefill_size: int | None, sglang_version: str | None, as_json: bool) -> None:
+    """The all-reduces of a model's decode / EAGLE / prefill steps, their path, and the tuner's answer."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from sglang_eagle_nccl.diagnose.sizes import SizesError, fmt_bytes, format_size_report, size_report
+    from sglang_eagle_nccl.nccl.native import library
+
+    installed = sglang_version
+    if installed is None:
+        try:
+            installed = version("sglang")
+        except PackageNotFoundError:
+            installed = None
+    try:
+        report = size_report(model_config, batch_size=batch_size, tp_size=nranks, num_draft_tokens=num_draft_tokens,
+                             eagle_topk=eagle_topk, chunked_prefill_size=chunked_prefill_size, sglang_version=installed,
+                             flags={"nnodes": nnodes})
+    except SizesError as exc:
+        fail_input(str(exc), as_json=as_json, findings=exc.findings)
+    answers = []
+    try:
+        for phase in report["phases"]:
+            result = library.query_rules(rules, abi, "AllReduce", phase["bytes"], nranks, nnodes, group)
+            answers.append({"phase": phase["label"], "bytes": phase["bytes"], "tuner": result.to_dict(),
+                            "answer": result.describe()})
+    except library.NativeUnavailable as exc:
+        fail_input(f"the native tuner plugin is not available: {exc}", as_json=as_json)
+    if as_json:
+        emit_json({"ok": True, "sizes": report, "tuner": answers, "group": group})
+        return
+    click.echo(format_size_report(report))
+    click.echo("")
+    click.echo(f"Tuner plugin's answer for each all-reduce (group label {group}, {nranks} rank(s), {nnodes} node(s); "
+               "it matters only where the path above reaches NCCL):")
+    width = max(len(a["phase"]) for a in answers)
+    for a in answers:
+        click.echo(f"  {a['phase']:<{width}}  {fmt_bytes(a['bytes']):>10}  {a['answer']}")

@@ -109,3 +109,26 @@ def test_doctor_reports_the_native_plugins(run):
     assert native["available"] is True and native["library"] == str(library.library_path())
     assert native["exported"] == {"env": [1, 2], "tuner": [2, 3, 4, 5, 6]}
     assert "Native NCCL plugins (env + tuner): available" in run("doctor").output
+
+
+def test_tuner_with_a_model_config_answers_per_phase(tmp_path):
+    """pcie-8gpu-eagle: LL (Ring) for decode and EAGLE verify all-reduces, NCCL's choice for a prefill chunk."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from sglang_eagle_nccl.cli.main import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(_json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61,
+                                "torch_dtype": "bfloat16"}))
+    res = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", "--model-config", str(cfg), "--tp", "8",
+                                    "--batch-size", "8", "--speculative-num-draft-tokens", "4",
+                                    "--chunked-prefill-size", "8192", "--sglang-version", "0.5.23", "--json"])
+    assert res.exit_code == 0, res.output
+    out = _json.loads(res.output)
+    by_phase = {a["phase"]: a for a in out["tuner"]}
+    verify = next(a for label, a in by_phase.items() if "verify" in label)
+    prefill = next(a for label, a in by_phase.items() if "prefill" in label)
+    assert verify["bytes"] == 8 * 4 * 7168 * 2 and verify["tuner"]["protocol"] == "LL" and verify["tuner"]["algorithm"] == "Ring"
+    assert prefill["bytes"] == 8192 * 7168 * 2 and prefill["tuner"]["decided_by"] == "nccl" and prefill["tuner"]["rule"] is None
