@@ -18,14 +18,20 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input
 def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None:
     """Verdict per process and communicator for one launch (DIRECTORY or its newest launch).
 
-    Exit 1 if any communicator missed the profile.
+    \b
+    Exit codes:
+      0  pass: the profile was in force everywhere audited (warnings allowed)
+      1  fail: some process or communicator missed the profile
+      2  cannot judge: no launch found, not a directory, or nothing readable
+    Files that are not regular (symlinks, FIFOs, devices) are never opened; unreadable files
+    and lines are listed and left out of the verdict.
     """
-    from sglang_eagle_nccl.audit.report import format_text, load_report
+    from sglang_eagle_nccl.audit.report import CannotJudge, format_text, load_report
 
     try:
         report = load_report(directory)
-    except FileNotFoundError as exc:
-        fail_input(str(exc), as_json=as_json)
+    except CannotJudge as exc:
+        fail_input(f"cannot judge: {exc}", as_json=as_json)
     data = report.to_dict()
     nccl_text = ""
     failed = report.verdict == "fail"

@@ -23,7 +23,8 @@ from sglang_eagle_nccl.runtime.hooks import HANDLERS
         ("0.5.21", "sglang-0.5.21-latest", "tested"),
         ("0.5.23", "sglang-0.5.21-latest", "tested"),
         ("0.5.23+cu130", "sglang-0.5.21-latest", "tested"),
-        ("0.5.23rc1", "sglang-0.5.21-latest", "tested"),
+        # A pre-release's code may differ from its release: never "tested" by the matrix.
+        ("0.5.23rc1", "sglang-0.5.21-latest", "untested_prerelease"),
         ("0.5.24rc1", "sglang-0.5.21-latest", "untested_newer"),
         ("0.5.24.dev3", "sglang-0.5.21-latest", "untested_newer"),
         ("0.6.0", "sglang-0.5.21-latest", "untested_newer"),
