@@ -352,7 +352,9 @@ def list_entries(directory: Path) -> list[os.DirEntry[str]]:
         with os.scandir(directory) as it:
             return sorted(it, key=lambda e: e.name)
     except OSError as exc:
-        raise CannotJudge(f"cannot list {directory}: {exc.strerror or exc}") from None
+        raise CannotJudge(
+            f"cannot list {directory}: {exc.strerror or exc}. Fix: check the path and that you may read it"
+        ) from None
 
 
 def entry_kind(entry: os.DirEntry[str]) -> str:

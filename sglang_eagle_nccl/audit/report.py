@@ -88,9 +88,12 @@ def find_launch_dir(path: str | Path) -> Path:
         st = os.stat(p)  # the path the user named may be a symlink to their audit root
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
-        raise CannotJudge(f"audit directory {p} cannot be used: {reason}") from None
+        raise CannotJudge(
+            f"audit directory {p} cannot be used: {reason}. Fix: give the launch directory printed at start, "
+            "or its audit root"
+        ) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise CannotJudge(f"audit path {p} is not a directory")
+        raise CannotJudge(f"audit path {p} is not a directory. Fix: give the launch directory printed at start, or its audit root")
     entries = list_entries(p)
     if _holds_records(entries):
         return p
@@ -107,7 +110,8 @@ def find_launch_dir(path: str | Path) -> Path:
             launches.append((mtime, entry.name, Path(entry.path)))
     if not launches:
         raise CannotJudge(
-            f"no audit records under {p} (expected {FILE_PREFIX}*{FILE_SUFFIX} files or launch sub-directories)"
+            f"no audit records under {p} (expected {FILE_PREFIX}*{FILE_SUFFIX} files or launch sub-directories). "
+            "Fix: give the launch directory printed at start, or the --audit-dir root it was created under"
         )
     return max(launches)[2]
 
@@ -145,7 +149,10 @@ def read_launch_records(run_dir: str | Path) -> LaunchRecords:
         processes.append(ProcessRecords(entry.name, pid if pid is not None else 0, records, len(bad)))
     if not any(p.records for p in processes) and (record_files or unreadable):
         lines = "; ".join(u.text() for u in unreadable[:5]) + ("; ..." if len(unreadable) > 5 else "")
-        raise CannotJudge(f"no valid audit record could be read in {run} ({lines})")
+        raise CannotJudge(
+            f"no valid audit record could be read in {run} ({lines}). Fix: audit the launch directory the plugin "
+            "wrote; its files may have been replaced or damaged"
+        )
     return LaunchRecords(meta, processes, unreadable)
 
 

@@ -12,7 +12,7 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input
 
 
 @click.command("audit")
-@click.argument("directory", type=click.Path(file_okay=False))
+@click.argument("directory", type=click.Path())
 @click.option("--nccl-debug-dir", type=click.Path(exists=True), default=None, help="Also compare with NCCL's own debug files (NCCL_DEBUG_FILE=<dir>/nccl.%h.%p.log).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None:

@@ -87,6 +87,8 @@ def _parse_bool(value: Any) -> bool | None:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as written in TOML
     return value if isinstance(value, str) else repr(value)
 
 
@@ -122,14 +124,14 @@ def policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, li
         if key in ("allow_unknown", "allow_partial", "audit_required"):
             b = _parse_bool(value)
             if b is None:
-                bad("must be a boolean", f"{variable}=1 or {variable}=0" if is_env else f"write {key} = true or false")
+                bad("must be a boolean", f"set {variable}=1 or {variable}=0" if is_env else f"write {key} = true or false")
             else:
                 values[key] = b
         elif key == "sglang_wins":
             items = value.split(",") if isinstance(value, str) else value
             if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
                 bad("must be a list of variable names",
-                    f"{variable}=NCCL_NVLS_ENABLE,NCCL_ALGO" if is_env else 'write sglang_wins = ["NCCL_NVLS_ENABLE"]')
+                    f"set {variable}=NCCL_NVLS_ENABLE,NCCL_ALGO" if is_env else 'write sglang_wins = ["NCCL_NVLS_ENABLE"]')
                 continue
             wins = tuple(sorted({i.strip() for i in items if i.strip()}))
             for n in wins:
@@ -140,7 +142,7 @@ def policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, li
             if value is None or value == "":
                 values[key] = None
             elif not isinstance(value, str):
-                bad("must be a path string", f"{variable}=/path" if is_env else 'write audit_dir = "/path"')
+                bad("must be a path string", f"set {variable}=/path" if is_env else 'write audit_dir = "/path"')
             elif "\x00" in value or "\n" in value:
                 bad("a directory name cannot contain NUL or newline characters", "choose a plain directory path")
             else:
@@ -162,15 +164,15 @@ def policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, li
                 Version(text)
                 values[key] = text
             except (InvalidVersion, ValueError):
-                bad("not a version number", f"{variable}=2.27" if is_env else 'write nccl_version = "2.27"')
+                bad("not a version number", f"set {variable}=2.27" if is_env else 'write nccl_version = "2.27"')
         elif key == "mechanism":
             if value not in ("auto", "wrapt"):
-                bad("must be auto or wrapt", f"{variable}=auto" if is_env else 'write mechanism = "auto"')
+                bad("must be auto or wrapt", f"set {variable}=auto" if is_env else 'write mechanism = "auto"')
             else:
                 values[key] = value
         elif key == "consistency":
             if value not in ("error", "warn", "off"):
-                bad("must be error, warn or off", f"{variable}=error" if is_env else 'write consistency = "error"')
+                bad("must be error, warn or off", f"set {variable}=error" if is_env else 'write consistency = "error"')
             else:
                 values[key] = value
         elif key == "consistency_timeout_s":
@@ -178,7 +180,7 @@ def policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, li
             if t is None or not 0 < t <= 3600:
                 bad(
                     "must be a number of seconds in (0, 3600], written with ASCII digits",
-                    f"{variable}=60" if is_env else "write consistency_timeout_s = 60",
+                    f"set {variable}=60" if is_env else "write consistency_timeout_s = 60",
                 )
             else:
                 values[key] = t
