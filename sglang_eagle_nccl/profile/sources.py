@@ -286,8 +286,12 @@ def read_profile_file(path: str) -> tuple[_Layer, list[Finding]]:
     return parse_toml_profile(text, label)
 
 
-def load_spec(spec: str) -> tuple[_Layer, list[Finding]]:
-    """A built-in profile name or a TOML file path."""
+def load_spec(spec: str, variable: str = "profile") -> tuple[_Layer, list[Finding]]:
+    """A built-in profile name or a TOML file path.
+
+    ``variable`` is what the user wrote the spec in, named when it matches nothing: pass
+    ``SGLANG_EAGLE_NCCL`` for the gate's value, so the error says which variable to fix.
+    """
     spec = spec.strip()
     if spec in builtin_names() and "/" not in spec:
         return parse_toml_profile(builtin_text(spec), f"builtin:{spec}", allow_extends=False)
@@ -296,7 +300,7 @@ def load_spec(spec: str) -> tuple[_Layer, list[Finding]]:
     close = [n for n in builtin_names() if n.startswith(spec[:3])] or builtin_names()
     return _Layer(), [
         error(
-            "profile", spec,
+            variable, spec,
             "no built-in profile has this name and no such file exists",
             f"use a built-in profile ({', '.join(close)}) or a path to a .toml file",
         )

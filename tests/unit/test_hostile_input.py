@@ -29,8 +29,9 @@ class Case:
     id: str
     argv: tuple[str, ...]
     exit: int
-    variable: str | None  # named in the message (None: the message is not about one variable)
-    shown: str | None  # how the value appears in the message (repr, or its cut form)
+    variable: str  # named in the message: the variable, the file, or the audit path
+    shown: str | None  # how the value appears in the message (repr, or its cut form); None: no value
+
     rule: str
     fix: str
     env: dict[str, str] = field(default_factory=dict)
@@ -107,34 +108,34 @@ CASES = [
          "{tmp}/fifo.toml", None, "not a regular file", "give a .toml file", setup="fifo_profile"),
     # --- item 6: audit on hostile directories ------------------------------------------------
     Case("audit: no such directory", ("audit", "{tmp}/nowhere"), 2,
-         None, None, "cannot judge: audit directory {tmp}/nowhere cannot be used", "give the launch directory"),
+         "{tmp}/nowhere", None, "cannot judge: audit directory {tmp}/nowhere cannot be used", "give the launch directory"),
     Case("audit: root is a file", ("audit", "{tmp}/file"), 2,
-         None, None, "is not a directory", "give the launch directory", files={"file": "x"}),
+         "{tmp}/file", None, "is not a directory", "give the launch directory", files={"file": "x"}),
     Case("audit: empty root", ("audit", "{tmp}"), 2,
-         None, None, "no audit records under", "the --audit-dir root"),
+         "{tmp}", None, "no audit records under", "the --audit-dir root"),
     Case("audit: only a FIFO", ("audit", "{tmp}/run"), 2,
-         None, None, "proc-h-1.jsonl: a FIFO (named pipe), not a regular file", "files may have been replaced",
+         "{tmp}/run", None, "proc-h-1.jsonl: a FIFO (named pipe), not a regular file", "files may have been replaced",
          setup="fifo_record"),
     Case("audit: list-valued launch.json, garbage record", ("audit", "{tmp}/run"), 2,
-         None, None, "launch.json:1: not a JSON object but a list", "files may have been replaced",
+         "{tmp}/run", None, "launch.json:1: not a JSON object but a list", "files may have been replaced",
          files={"run/launch.json": "[1, 2]", "run/proc-h-1.jsonl": '[]\n{"event": "process_start"}\n'}),
     # --- item 7: risky values named ------------------------------------------------------------
     Case("plugin: relative path", ("validate", "--nccl-env", "NCCL_TUNER_PLUGIN=./libtuner.so"), 1,
          "NCCL_TUNER_PLUGIN", "'./libtuner.so'", "relative path", "/opt/nccl-plugins/libtuner.so"),
     Case("plugin: missing library", ("validate", "--nccl-env", "NCCL_ENV_PLUGIN={tmp}/none/libnccl-env.so"), 1,
-         "NCCL_ENV_PLUGIN", None, "cannot be found (No such file or directory)", "install the library there"),
+         "NCCL_ENV_PLUGIN", "'{tmp}/none/libnccl-env.so'", "cannot be found (No such file or directory)", "install the library there"),
     Case("plugin: library writable by others", ("validate", "--nccl-env", "NCCL_NET_PLUGIN={tmp}/lib/libnccl-net-x.so"), 1,
-         "NCCL_NET_PLUGIN", None, "writable by group or others (mode 0o666)", "chmod go-w", setup="writable_library"),
+         "NCCL_NET_PLUGIN", "'{tmp}/lib/libnccl-net-x.so'", "writable by group or others (mode 0o666)", "chmod go-w", setup="writable_library"),
     Case("plugin: world-writable directory", ("validate", "--nccl-env", "NCCL_PROFILER_PLUGIN={tmp}/open/libp.so"), 1,
-         "NCCL_PROFILER_PLUGIN", None, "writable by everyone without the sticky bit", "chmod o-w",
+         "NCCL_PROFILER_PLUGIN", "'{tmp}/open/libp.so'", "writable by everyone without the sticky bit", "chmod o-w",
          setup="world_writable_dir"),
     Case("plugin: bare name is named", ("validate", "--nccl-env", "NCCL_NET_PLUGIN=aws-ofi"), 0,
          "NCCL_NET_PLUGIN", "'aws-ofi'", "libnccl-net-aws-ofi.so from the dynamic linker's search path",
          "give its absolute path"),
     Case("plugin: own library warned", ("validate", "--nccl-env", "NCCL_TUNER_PLUGIN={tmp}/lib/libnccl-tuner-x.so"), 0,
-         "NCCL_TUNER_PLUGIN", None, "will load library", "the library you intend", setup="private_library"),
+         "NCCL_TUNER_PLUGIN", "'{tmp}/lib/libnccl-tuner-x.so'", "will load library", "the library you intend", setup="private_library"),
     Case("debug file in a world-writable directory", ("validate", "--nccl-env", "NCCL_DEBUG_FILE={tmp}/open/nccl.log"), 0,
-         "NCCL_DEBUG_FILE", None, "writable by everyone and the file name has no %p", "{audit_dir}/nccl.%h.%p.log",
+         "NCCL_DEBUG_FILE", "'{tmp}/open/nccl.log'", "writable by everyone and the file name has no %p", "{audit_dir}/nccl.%h.%p.log",
          setup="world_writable_dir"),
     Case("placeholder outside NCCL_DEBUG_FILE", ("validate", "--nccl-env", "NCCL_TOPO_FILE={audit_dir}/topo.xml"), 1,
          "NCCL_TOPO_FILE", "'{audit_dir}/topo.xml'", "only as the leading path component", "use a literal path in NCCL_TOPO_FILE"),
@@ -249,10 +250,9 @@ def test_hostile_input(case, environ_guard, private_tmp, clean_environ, monkeypa
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in out
     assert result.exit_code == case.exit, out[-3000:]
-    if case.variable is not None:
-        assert _fill(case.variable, tmp) in out, out[-3000:]
+    assert _fill(case.variable, tmp) in out, out[-3000:]
     if case.shown is not None:
-        assert case.shown in out, out[-3000:]
+        assert _fill(case.shown, tmp) in out, out[-3000:]
     assert _fill(case.rule, tmp) in out, out[-3000:]
     assert _fill(case.fix, tmp) in out, out[-3000:]
     if case.exit != 0 and not case.argv[0] == "audit":
