@@ -17,6 +17,11 @@ if TYPE_CHECKING:  # pragma: no cover
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 _UNESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _WS = " \t\n\r"
+_DIGITS = "0123456789"  # JSON digits are ASCII only (str.isdigit() also accepts "٣")
+# Bounds that keep hostile input from reaching RecursionError or int()'s digit limit (4300):
+# the plugin's own documents nest a few levels and hold small numbers.
+MAX_DEPTH = 100
+MAX_NUMBER_CHARS = 400
 
 
 class JSONLightError(ValueError):
@@ -65,6 +70,7 @@ class _Reader:
     def __init__(self, text: str):
         self.s = text
         self.i = 0
+        self.depth = 0
 
     def ws(self) -> None:
         s, i = self.s, self.i
@@ -80,10 +86,14 @@ class _Reader:
         if self.i >= len(self.s):
             raise self.fail("unexpected end")
         ch = self.s[self.i]
-        if ch == "{":
-            return self.obj()
-        if ch == "[":
-            return self.arr()
+        if ch in "{[":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.fail(f"nested more than {MAX_DEPTH} levels deep")
+            try:
+                return self.obj() if ch == "{" else self.arr()
+            finally:
+                self.depth -= 1
         if ch == '"':
             return self.string()
         for word, val in (("true", True), ("false", False), ("null", None)):
@@ -187,7 +197,7 @@ class _Reader:
         if i < len(s) and s[i] == "-":
             i += 1
         digits = i
-        while i < len(s) and s[i].isdigit():
+        while i < len(s) and s[i] in _DIGITS:
             i += 1
         if i == digits:
             raise self.fail("unexpected character")
@@ -195,17 +205,19 @@ class _Reader:
         if i < len(s) and s[i] == ".":
             is_float = True
             i += 1
-            while i < len(s) and s[i].isdigit():
+            while i < len(s) and s[i] in _DIGITS:
                 i += 1
         if i < len(s) and s[i] in "eE":
             is_float = True
             i += 1
             if i < len(s) and s[i] in "+-":
                 i += 1
-            while i < len(s) and s[i].isdigit():
+            while i < len(s) and s[i] in _DIGITS:
                 i += 1
-        self.i = i
         text = s[start:i]
+        if len(text) > MAX_NUMBER_CHARS:
+            raise self.fail(f"number longer than {MAX_NUMBER_CHARS} characters")
+        self.i = i
         return float(text) if is_float else int(text)
 
 

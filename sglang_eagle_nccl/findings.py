@@ -29,7 +29,7 @@ class Finding:
     def message(self) -> str:
         """One human-readable line: where, what, why, how to fix."""
         where = f"[{self.source}] " if self.source else ""
-        shown = f"{self.variable}={self.value!r}" if self.value is not None else self.variable
+        shown = f"{self.variable}={shown_value(self.value)}" if self.value is not None else self.variable
         return f"{where}{shown}: {self.rule}. Fix: {self.fix}"
 
     def with_source(self, source: str | None) -> Finding:
@@ -39,6 +39,18 @@ class Finding:
 
     def to_dict(self) -> dict[str, str | None]:
         return asdict(self)
+
+
+# Values longer than this are shown cut (a 5000-digit number or a 128 KiB value would bury the
+# rule and the fix); to_dict() keeps the whole value.
+SHOWN_VALUE_MAX = 120
+
+
+def shown_value(value: str) -> str:
+    """``repr(value)``, cut to its start with the length when it is long."""
+    if len(value) <= SHOWN_VALUE_MAX:
+        return repr(value)
+    return f"{value[:48]!r}... ({len(value)} characters)"
 
 
 def error(variable: str, value: str | None, rule: str, fix: str) -> Finding:

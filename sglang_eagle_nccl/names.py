@@ -38,6 +38,28 @@ INPUT_VARS = (
 ENABLE_WORDS = frozenset({"1", "on", "true", "yes", "enable", "enabled"})
 DISABLE_WORDS = frozenset({"", "0", "off", "false", "no", "disable", "disabled"})
 
+ASCII_DIGITS = frozenset("0123456789")
+# A node rank has at most this many digits. SGLang's node ranks are small integers; the bound
+# keeps int() away from digit strings long enough to be slow or to exceed Python's int limit.
+NODE_RANK_MAX_DIGITS = 9
+
+
+def is_ascii_digits(text: str) -> bool:
+    """True for a non-empty string of ASCII 0-9 only.
+
+    ``str.isdigit()`` is not enough: it is true for "٣" or "³", which ``int()`` accepts (or
+    not) while NCCL's strtoll and the C library read no digit at all.
+    """
+    return isinstance(text, str) and text != "" and ASCII_DIGITS.issuperset(text)
+
+
+def parse_node_rank(text: str) -> int | None:
+    """A node rank written as plain ASCII digits (at most 9), else None. Never raises."""
+    if not is_ascii_digits(text) or len(text) > NODE_RANK_MAX_DIGITS:
+        return None
+    return int(text)
+
+
 # Set by the root process of a launch for its descendants: a process that finds it is not the
 # launcher (it inherits the launcher's decisions instead of making them).
 ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
@@ -57,6 +79,16 @@ def is_sglang_server_cli(argv: list[str]) -> bool:
     if "sglang.launch_server" in argv:
         return True
     return len(argv) > 2 and argv[1].rsplit("/", 1)[-1] == "sglang" and argv[2] == "serve"
+
+
+# Linux refuses an execve whose single argument or environment entry ("NAME=value" plus its NUL)
+# is longer than MAX_ARG_STRLEN = 32 pages (include/uapi/linux/binfmts.h).
+MAX_ARG_STRLEN = 131072
+
+
+def env_entry_bytes(name: str, value: str) -> int:
+    """Bytes ``NAME=value`` takes in a child's environment block, terminating NUL included."""
+    return len(name.encode("utf-8", "surrogateescape")) + 1 + len(value.encode("utf-8", "surrogateescape")) + 1
 
 
 ALLOWED_PREFIXES = ("NCCL_", "TORCH_NCCL_")

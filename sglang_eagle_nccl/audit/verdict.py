@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sglang_eagle_nccl.audit.report import ProcessRecords, find_launch_dir, read_launch
+from sglang_eagle_nccl.audit.report import ProcessRecords, Unreadable, find_launch_dir, read_launch_records
 
 Verdict = Literal["ok", "warn", "fail", "absent"]
 MARK = {"ok": "✓", "warn": "⚠", "fail": "✗", "absent": "–"}
@@ -153,7 +153,8 @@ class Report:
     sglang_writes: list[dict[str, Any]]
     problems: list[str]
     picked: str | None = None  # how the launch was chosen from a root directory
-    unreadable: list[str] = field(default_factory=list)
+    # Files and lines of the launch directory that were not judged, and why (audit.records).
+    unreadable: list[Unreadable] = field(default_factory=list)
     # pid -> what NCCL itself read in that process (native env plugin), with its verdict
     nccl_reads: dict[int, dict[str, Any]] = field(default_factory=dict)
     # group -> all-reduce paths SGLang enabled (first rank that recorded them)
@@ -174,7 +175,7 @@ class Report:
             "eagle": self.eagle,
             "sglang_writes": self.sglang_writes,
             "problems": self.problems,
-            "unreadable": self.unreadable,
+            "unreadable": [u.to_dict() for u in self.unreadable],
             "nccl_reads": {str(pid): r for pid, r in sorted(self.nccl_reads.items())},
             "allreduce_paths": self.allreduce_paths,
         }
@@ -417,8 +418,13 @@ def load_report(path: str | Path) -> Report:
     from sglang_eagle_nccl.audit.nccl_reads import read_reads
 
     run = find_launch_dir(root)
-    meta, processes = read_launch(run)
-    report = judge(meta, processes, str(run), read_reads(run))
+    launch = read_launch_records(run)
+    report = judge(launch.meta, launch.processes, str(run), read_reads(run))
+    report.unreadable = list(launch.unreadable)
+    if report.unreadable and report.verdict == "ok":
+        # Something in the launch was not judged (a planted symlink, a corrupt line): the
+        # verdict cannot be an unqualified pass.
+        report.verdict = "warn"
     if run.resolve() != root.resolve():
         report.picked = f"newest launch under {root}: {run.name}"
     return report
@@ -500,8 +506,11 @@ def format_text(report: Report) -> str:
             lines.append(f"  {w.get('name')}: {shown(w.get('before'))} -> {shown(w.get('after'))} in {w.get('where')}{why}")
     lines.append("")
     if report.unreadable:
-        lines.append("Unreadable")
-        lines += [f"  ⚠ {u}" for u in report.unreadable]
+        lines.append("Not judged (unreadable files and lines)")
+        listed = report.unreadable[:20]
+        lines += [f"  ⚠ {u.text()}" for u in listed]
+        if len(report.unreadable) > len(listed):
+            lines.append(f"  ... and {len(report.unreadable) - len(listed)} more (--json lists all)")
         lines.append("")
     if report.problems:
         lines.append("Problems")

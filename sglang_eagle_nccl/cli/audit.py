@@ -12,20 +12,27 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input
 
 
 @click.command("audit")
-@click.argument("directory", type=click.Path(file_okay=False))
+@click.argument("directory", type=click.Path())
 @click.option("--nccl-debug-dir", type=click.Path(exists=True), default=None, help="Also compare with NCCL's own debug files (NCCL_DEBUG_FILE=<dir>/nccl.%h.%p.log).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None:
     """Verdict per process and communicator for one launch (DIRECTORY or its newest launch).
 
-    Exit 1 if any communicator missed the profile.
+    \b
+    Exit codes:
+      0  pass: the profile was in force everywhere audited (warnings allowed)
+      1  fail: some process or communicator missed the profile
+      2  cannot judge: no launch found, not a directory, or nothing readable
+    Files that are not regular (symlinks, FIFOs, devices) are never opened; unreadable files
+    and lines are listed and left out of the verdict.
     """
+    from sglang_eagle_nccl.audit.report import CannotJudge
     from sglang_eagle_nccl.audit.verdict import format_text, load_report
 
     try:
         report = load_report(directory)
-    except FileNotFoundError as exc:
-        fail_input(str(exc), as_json=as_json)
+    except CannotJudge as exc:
+        fail_input(f"cannot judge: {exc}", as_json=as_json)
     data = report.to_dict()
     nccl_text = ""
     failed = report.verdict == "fail"

@@ -22,10 +22,15 @@ def doctor(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: 
     """Versions, chosen patch set and each hook target, NCCL conf files, effective settings.
 
     Reads SGLang's source instead of importing it, so it is quick and safe to run anywhere.
+    Exit 0 when no problem is listed, 1 when any is (missing torch or SGLang, a missing hook
+    target, a profile in the environment that cannot be applied ...), 2 for a bad --profile.
     """
+    import sys
+
     from sglang_eagle_nccl.diagnose.doctor import format_doctor, run_doctor
 
     profile = None
+    problems: list[str] = []
     if profiles or nccl_env:
         profile = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown).profile
     else:
@@ -35,13 +40,16 @@ def doctor(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: 
             found = environment_profile()
         except ProfileError as exc:
             found = None
-            click.echo(f"SGLANG_EAGLE_NCCL* environment holds a profile that cannot be applied:\n{exc}", err=True)
+            problems.append("the SGLANG_EAGLE_NCCL* environment holds a profile that cannot be applied: " + "; ".join(
+                f.message() for f in exc.errors
+            ))
         profile = found[0] if found else None
-    report = run_doctor(profile)
+    report = run_doctor(profile, problems)
     if as_json:
         emit_json(report.to_dict())
     else:
         click.echo(format_doctor(report))
+    sys.exit(1 if report.problems else 0)
 
 
 # --- analyze / estimate -----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options,
 
 @click.command("env")
 @profile_options
-@click.option("--audit-dir", default=None, metavar="DIR", help="Create one launch directory under DIR and include it, so every process of the launch audits into it.")
+@click.option("--audit-dir", default=None, metavar="DIR", help="Create one launch directory under DIR and include it, so every process of the launch audits into it. A relative DIR is made absolute against the current working directory when the profile is resolved.")
 @click.option("--node-rank", type=int, default=None, help="Node rank (selects [nodes.<rank>.env]).")
 @click.option("--format", "fmt", type=click.Choice(["shell", "json", "dotenv"]), default="shell", show_default=True)
 def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, audit_dir: str | None, node_rank: int | None, fmt: str) -> None:
@@ -78,7 +78,7 @@ def dotenv_safe(value: str) -> bool:
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @profile_options
-@click.option("--audit-dir", default=None, metavar="DIR", help="Root of the audit directories (one sub-directory per launch).")
+@click.option("--audit-dir", default=None, metavar="DIR", help="Root of the audit directories (one sub-directory per launch). A relative DIR is made absolute against the current working directory when the profile is resolved.")
 @click.option("--audit-required", is_flag=True, default=None, help="Fail instead of warning when the audit cannot be written.")
 @click.option("--allow-partial", is_flag=True, default=None, help="Run on an SGLang newer than the plugin knows even if hook targets are missing.")
 @click.option("--sglang-wins", multiple=True, metavar="NCCL_VAR", help="Keep SGLang's own value for this variable (e.g. NCCL_NVLS_ENABLE with --enable-nccl-nvls).")
@@ -189,7 +189,7 @@ def _check_sglang_coverage(profile: Any, python: str | None) -> None:
 @click.option("--dp-attention", is_flag=True, help="Also build the attention_tp groups of DP attention (dp size = tp size).")
 @profile_options
 @click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True, help="torch.distributed backend (auto: nccl with CUDA, gloo otherwise).")
-@click.option("--audit-dir", default=None, metavar="DIR", help="Root of the audit directories.")
+@click.option("--audit-dir", default=None, metavar="DIR", help="Root of the audit directories. A relative DIR is made absolute against the current working directory when the profile is resolved.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds before the ranks are killed.")
 @click.option("--nnodes", type=click.IntRange(1, 1024), default=1, show_default=True, help="Number of nodes (one preflight per node).")
 @click.option("--node-rank", type=click.IntRange(0, 1023), default=0, show_default=True, help="This node's rank.")

@@ -62,7 +62,7 @@ _STAMP_START = re.compile(r"(?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
 
 _SERVER_ARGS = re.compile(r"\bserver_args=(?:ServerArgs\(|\{\s*['\"}])")
 _DECODE = re.compile(r"\bDecode batch\b")
-_F_RUNNING = re.compile(r"#running-req:\s*(\d+)")
+_F_RUNNING = re.compile(r"#running-req:\s*([0-9]{1,12})\b")  # ASCII and bounded: int() never sees a 5000-digit run
 _F_ACCEPT_LEN = re.compile(r"(?:^|[,.]|\])\s*accept len:\s*([0-9]+(?:\.[0-9]+)?)")
 _F_ACCEPT_RATE = re.compile(r"(?:^|[,.]|\])\s*accept rate:\s*([0-9]+(?:\.[0-9]+)?)")
 _F_GRAPH = re.compile(r"\b((?:cuda|cpu|npu|xpu|musa) graph):\s*(True|False)\b")
@@ -440,7 +440,7 @@ def _summarise(raw: _Raw) -> RunReport:
         speculative_algorithm=spec_name,
         speculative=speculative,
         model_path=(_arg(sargs, "model_path") or None) if sargs else None,
-        tp_size=int(tp) if tp and tp.isdigit() else None,
+        tp_size=int(tp) if tp and tp.isascii() and tp.isdigit() and len(tp) <= 9 else None,
         disable_cuda_graph=disable_cuda_graph,
         ready=raw.ready,
         startup_timings=dict(raw.startup),

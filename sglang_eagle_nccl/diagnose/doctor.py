@@ -20,6 +20,7 @@ from sglang_eagle_nccl import __version__
 from sglang_eagle_nccl.diagnose.native_status import format_native_status, native_status
 from sglang_eagle_nccl.runtime import patchsets
 from sglang_eagle_nccl.runtime.environ import nccl_snapshot
+from sglang_eagle_nccl.runtime.patching import PLUGIN_NAME, entry_point_allowed
 
 
 def package_version(name: str) -> str | None:
@@ -166,9 +167,10 @@ def _bootstrap_files() -> dict[str, Any]:
     return found
 
 
-def run_doctor(profile: Any = None) -> DoctorReport:
+def run_doctor(profile: Any = None, problems: list[str] | None = None) -> DoctorReport:
+    """Everything doctor shows; ``problems`` start with those the caller found (e.g. a bad profile)."""
     packages = {name: package_version(name) for name in ("sglang", "torch", "wrapt", "click", "packaging", "nvidia-nccl-cu12", "nvidia-nccl-cu13")}
-    problems: list[str] = []
+    problems = list(problems or [])
     selection_info = None
     targets: list[dict[str, Any]] = []
     root = None
@@ -196,14 +198,22 @@ def run_doctor(profile: Any = None) -> DoctorReport:
             problems.append(str(exc))
     else:
         problems.append("sglang is not installed in this Python environment (pip install sglang-eagle-nccl[sglang])")
+    if not packages["torch"]:
+        problems.append(
+            "torch is not installed in this Python environment: SGLang cannot start and no NCCL communicator "
+            "can be created here (install the torch build SGLang asks for, e.g. pip install sglang)"
+        )
     boot = _bootstrap_files()
     if boot["sglang_eagle_nccl.pth"] is None:
         problems.append(
             "sglang_eagle_nccl.pth is not in site-packages: SGLang's spawned processes will not load the plugin "
             "(install the wheel with pip; an editable install does not ship the .pth)"
         )
-    if boot["SGLANG_PLUGINS"] and "sglang_eagle_nccl" not in boot["SGLANG_PLUGINS"].split(","):
-        problems.append("SGLANG_PLUGINS does not list sglang_eagle_nccl: SGLang will not call the plugin entry point (the .pth fallback is used)")
+    if not entry_point_allowed():
+        problems.append(
+            f"SGLANG_PLUGINS={boot['SGLANG_PLUGINS']!r} does not list {PLUGIN_NAME}: SGLang will not call the plugin "
+            "entry point (the .pth fallback is used)"
+        )
     confs = conf_files()
     for cf in confs:
         problems.extend(f"{cf.path}: {p}" for p in cf.problems)

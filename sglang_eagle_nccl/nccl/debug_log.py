@@ -552,7 +552,12 @@ class _Parser:
             if m and _CLEAN_HEAD_RE.match(line[: m.start()]):
                 self.known_hosts.add(m.group("host"))
         for line_no, line in enumerate(lines, start=1):
-            self.line(line, line_no)
+            try:
+                self.line(line, line_no)
+            except ValueError:
+                # A digit run too long for int() (Python's conversion limit): not a line NCCL
+                # wrote, so it is ignored like any other foreign line.
+                continue
         self.end_matrix()
         procs = list(self.procs.values())
         if self.default is not None and len(procs) > 1:
@@ -776,19 +781,39 @@ def parse_text(
     return _Parser(source, default).run(text)
 
 
-def parse_file(path: str | Path) -> list[NcclProcessLog]:
-    """Parse one file; a name like ``nccl.<host>.<pid>.log`` gives the default process."""
+# NCCL writes a few KiB per process at INFO with INIT,ENV,TUNING; TRACE or ALL over a long run
+# can reach hundreds of MiB, more than is worth reading into memory for a cross-check.
+MAX_LOG_BYTES = 256 * 1024 * 1024
+
+
+def parse_file(path: str | Path, *, follow_symlinks: bool = True) -> list[NcclProcessLog]:
+    """Parse one file; a name like ``nccl.<host>.<pid>.log`` gives the default process.
+
+    Only a regular file is read (never a FIFO or device, which would block or never end), up to
+    :data:`MAX_LOG_BYTES`; anything else raises :class:`~sglang_eagle_nccl._files.UnreadableFile`.
+    """
+    from sglang_eagle_nccl._files import read_regular_file
+
     p = Path(path)
-    text = p.read_bytes().decode("utf-8", errors="replace")
+    text = read_regular_file(str(p), MAX_LOG_BYTES, follow_symlinks=follow_symlinks).decode("utf-8", errors="replace")
     return parse_text(text, source=str(p), default=pid_host_from_filename(p.name))
 
 
 def parse_dir(directory: str | Path, pattern: str = "*") -> list[NcclProcessLog]:
-    """Parse every regular file in ``directory`` matching ``pattern``; merge per (host, pid)."""
+    """Parse every regular file in ``directory`` matching ``pattern``; merge per (host, pid).
+
+    Symlinks, FIFOs, devices and files that cannot be read are skipped: the directory may be
+    shared, and following a link or opening a pipe there must not make the audit hang or read
+    a file somewhere else.
+    """
+    from sglang_eagle_nccl._files import UnreadableFile
+
     logs: list[NcclProcessLog] = []
     for p in sorted(Path(directory).glob(pattern)):
-        if p.is_file():
-            logs.extend(parse_file(p))
+        try:
+            logs.extend(parse_file(p, follow_symlinks=False))
+        except UnreadableFile:
+            continue
     return merge_logs(logs)
 
 
@@ -862,6 +887,8 @@ def _strtoll(text: str) -> tuple[int | None, bool]:
     if not m:
         return None, False
     digits = m.group(2)
+    if len(digits) > 24:  # beyond any long long: NCCL's strtoll overflows (and int() may refuse it)
+        return None, False
     if digits[:2] in ("0x", "0X"):
         value = int(digits, 16)
     elif len(digits) > 1 and digits[0] == "0":
@@ -892,7 +919,7 @@ def _agree(name: str, expected: str, report: EnvReport) -> tuple[bool, str]:
         return level == report.value, ""
     if name == "NCCL_P2P_DISABLE" and report.value == "LOC":
         return _strtoll(expected)[0] == 1, ""
-    if re.fullmatch(r"-?\d+", report.value):
+    if re.fullmatch(r"-?[0-9]{1,19}", report.value):
         value, whole = _strtoll(expected)
         if value is None:
             return False, ""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from sglang_eagle_nccl.findings import Finding, error, warning
+from sglang_eagle_nccl.names import is_ascii_digits
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -33,49 +34,78 @@ DEBUG_SUBSYS = (
 )
 CTA_POLICIES = {"DEFAULT": 0, "EFFICIENCY": 1, "ZERO": 2}
 
-_SIZE_SUFFIX = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT])(i?[bB])?\s*$")
+# Digit counts are bounded so that float()/int() never see strings long enough to overflow or to
+# hit Python's int-conversion limit; longer numbers are not sizes anyone means.
+_SIZE_SUFFIX = re.compile(r"^\s*([0-9]{1,15}(?:\.[0-9]{1,15})?)\s*([kKmMgGtT])(i?[bB])?\s*$", re.ASCII)
 _SUFFIX_POWER = {"k": 1, "m": 2, "g": 3, "t": 4}
+
+# C's long long, which NCCL's ncclLoadParam (src/misc/param.cc) fills with strtoll(str, NULL, 0).
+LLONG_MIN = -(2**63)
+LLONG_MAX = 2**63 - 1
+_C_SPACE = frozenset(" \t\n\v\f\r")
+_BASE_DIGITS = {
+    8: frozenset("01234567"),
+    10: frozenset("0123456789"),
+    16: frozenset("0123456789abcdefABCDEF"),
+}
+# Significant digits beyond which a number cannot fit a long long in that base (LLONG_MAX has
+# 19 decimal, 16 hex and 21 octal digits). Longer digit strings are known to overflow without
+# converting them, which keeps int() away from Python's digit limit and from quadratic work.
+_MAX_SIGNIFICANT = {8: 21, 10: 19, 16: 16}
 
 
 @dataclass(frozen=True)
 class Strtoll:
     """What C's ``strtoll(s, &end, 0)`` makes of a string."""
 
-    value: int
+    value: int  # what strtoll returns (LLONG_MIN / LLONG_MAX when it overflows)
     consumed: str  # the prefix strtoll read
     rest: str  # what it silently ignored
     octal: bool  # base-0 parsing read a leading 0 as octal
+    # errno == ERANGE: NCCL logs "Invalid value ... using default" and keeps its default.
+    overflow: bool = False
 
 
 def strtoll0(text: str) -> Strtoll:
-    """Emulate ``strtoll(text, &end, 0)``: leading spaces, sign, 0x hex, leading-0 octal."""
+    """Emulate ``strtoll(text, &end, 0)``: leading spaces, sign, 0x hex, leading-0 octal.
+
+    Only ASCII digits count, as in C: "٣" is not a digit to strtoll, whatever Python's
+    ``str.isdigit()`` says.
+    """
     i = 0
     n = len(text)
-    while i < n and text[i] in " \t\n\v\f\r":
+    while i < n and text[i] in _C_SPACE:
         i += 1
     start = i
-    sign = 1
+    negative = False
     if i < n and text[i] in "+-":
-        sign = -1 if text[i] == "-" else 1
+        negative = text[i] == "-"
         i += 1
     base = 10
-    octal = False
-    if text[i : i + 2].lower() == "0x" and i + 2 < n and text[i + 2] in "0123456789abcdefABCDEF":
+    if text[i : i + 2] in ("0x", "0X") and i + 2 < n and text[i + 2] in _BASE_DIGITS[16]:
         base = 16
         i += 2
     elif i < n and text[i] == "0":
         base = 8
-    digits = "0123456789abcdef"[:base]
+    digits = _BASE_DIGITS[base]
     j = i
-    while j < n and text[j].lower() in digits:
+    while j < n and text[j] in digits:
         j += 1
     if j == i:  # no digits at all: strtoll returns 0 and consumes nothing
         return Strtoll(0, "", text, False)
     raw = text[i:j]
-    value = sign * int(raw, base)
-    if base == 8 and len(raw) > 1 and raw.strip("0"):
-        octal = True
-    return Strtoll(value, text[start:j], text[j:], octal)
+    significant = raw.lstrip("0")
+    octal = base == 8 and len(raw) > 1 and significant != ""
+    if len(significant) > _MAX_SIGNIFICANT[base]:
+        overflow = True
+        value = LLONG_MIN if negative else LLONG_MAX
+    else:
+        magnitude = int(significant, base) if significant else 0
+        value = -magnitude if negative else magnitude
+        overflow = not LLONG_MIN <= value <= LLONG_MAX
+        if overflow:
+            value = LLONG_MIN if negative else LLONG_MAX
+    return Strtoll(value, text[start:j], text[j:], octal, overflow)
 
 
 def _intended_size(text: str) -> int | None:
@@ -116,6 +146,8 @@ def check_integer(
                 f"give {what}, e.g. {name}={minimum if minimum is not None and minimum > 0 else 1}",
             )
         ]
+    if parsed.overflow:
+        return [overflow_finding(name, value, minimum=minimum, maximum=maximum, what=what)]
     if parsed.rest.strip():
         return [
             error(
@@ -153,7 +185,23 @@ def check_integer(
     return findings
 
 
-def check_bytes(name: str, value: str) -> list[Finding]:
+def overflow_finding(
+    name: str, value: str, *, minimum: int | None = None, maximum: int | None = None, what: str = "an integer"
+) -> Finding:
+    """A number beyond C's long long: strtoll sets ERANGE and NCCL falls back to its default."""
+    if minimum is not None or maximum is not None:
+        fix = f"give {what} in [{'-inf' if minimum is None else minimum}, {'inf' if maximum is None else maximum}]"
+    else:
+        fix = f"give {what} that fits in 64 bits, or remove {name} to keep NCCL's default"
+    return error(
+        name, value,
+        f"the number is outside C's long long range [{LLONG_MIN}, {LLONG_MAX}]: NCCL's strtoll overflows, "
+        "NCCL logs 'Invalid value ... using default' and silently keeps its default",
+        fix,
+    )
+
+
+def check_bytes(name: str, value: str, *, maximum: int | None = None) -> list[Finding]:
     intended = _intended_size(value)
     if intended is not None:
         read = strtoll0(value).value
@@ -167,12 +215,22 @@ def check_bytes(name: str, value: str) -> list[Finding]:
     findings = check_integer(name, value, what="a positive number of bytes")
     if findings:
         return findings
-    if strtoll0(value).value <= 0:
+    count = strtoll0(value).value
+    if count <= 0:
         return [
             error(
                 name, value,
                 "must be a positive number of bytes (zero or negative sizes make NCCL misbehave)",
                 f"remove {name} to keep NCCL's default, or give a positive byte count",
+            )
+        ]
+    if maximum is not None and count > maximum:
+        return [
+            error(
+                name, value,
+                f"NCCL reads {name} as a 64-bit number but keeps it in a C int, so a size above {maximum} "
+                "wraps around to a wrong (often negative) buffer size",
+                f"give a byte count up to {maximum}, e.g. {name}={min(1 << 30, maximum)}",
             )
         ]
     return []
@@ -204,9 +262,9 @@ def check_choice(name: str, value: str, choices: Sequence[str], case_sensitive: 
 def check_level(name: str, value: str, nccl_version: Version | None) -> list[Finding]:
     if value == "":
         return [error(name, value, "an empty level is ignored by NCCL", f"remove {name} or give a level name")]
-    if value[0].isdigit():
+    if value[0] in _BASE_DIGITS[10]:
         parsed = strtoll0(value)
-        if parsed.rest or parsed.octal:
+        if parsed.rest or parsed.octal or parsed.overflow:
             return [error(name, value, "a legacy level must be a plain integer 0-5", f"use one of {', '.join(LEVELS)}")]
         level = LEGACY_LEVELS.get(parsed.value, "SYS")
         return [
@@ -436,10 +494,12 @@ def enable_row(
         row = {t: int((t in items) != excluded) for t in tokens}
     return row
 
+_THRESHOLD = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+
 
 def check_thread_thresholds(name: str, value: str) -> list[Finding]:
     parts = value.split(" ")
-    if len(parts) != 6 or any(not re.fullmatch(r"-?\d+", p) for p in parts):
+    if len(parts) != 6 or any(not _THRESHOLD.fullmatch(p) for p in parts):
         return [
             error(
                 name, value,
@@ -475,6 +535,46 @@ def check_debug_subsys(name: str, value: str) -> list[Finding]:
     return findings
 
 
+# The one placeholder the plugin expands (sglang_eagle_nccl.profile.placeholders): the launch's
+# audit directory, allowed only as the leading path component of NCCL_DEBUG_FILE, so NCCL's
+# debug output lands next to the audit records in a private 0700 directory.
+AUDIT_DIR_PLACEHOLDER = "{audit_dir}"
+PLACEHOLDER_VARIABLES = ("NCCL_DEBUG_FILE",)
+
+
+def placeholder_prefix_rest(value: str) -> str | None:
+    """The part after ``{audit_dir}/`` when ``value`` starts with it, else None."""
+    prefix = AUDIT_DIR_PLACEHOLDER + "/"
+    return value[len(prefix) :] if value.startswith(prefix) else None
+
+
+def check_placeholder_use(name: str, value: str) -> list[Finding]:
+    """``{audit_dir}`` only as the leading path component of NCCL_DEBUG_FILE, nowhere else."""
+    if AUDIT_DIR_PLACEHOLDER not in value:
+        return []
+    rest = placeholder_prefix_rest(value)
+    if name not in PLACEHOLDER_VARIABLES or rest is None or AUDIT_DIR_PLACEHOLDER in rest:
+        return [
+            error(
+                name, value,
+                f"the placeholder {AUDIT_DIR_PLACEHOLDER} is expanded only as the leading path component of "
+                f"{', '.join(PLACEHOLDER_VARIABLES)}; anywhere else NCCL would read it literally",
+                f"write NCCL_DEBUG_FILE={AUDIT_DIR_PLACEHOLDER}/nccl.%h.%p.log, or use a literal path in {name}",
+            )
+        ]
+    parts = rest.split("/")
+    if rest == "" or rest.startswith("/") or ".." in parts or "" in parts:
+        return [
+            error(
+                name, value,
+                f"after {AUDIT_DIR_PLACEHOLDER}/ must come a file name inside the launch's audit directory "
+                "(no '..', no empty or absolute components)",
+                f"write {name}={AUDIT_DIR_PLACEHOLDER}/nccl.%h.%p.log",
+            )
+        ]
+    return []
+
+
 def check_debug_file(name: str, value: str) -> list[Finding]:
     if value.strip() == "":
         return [error(name, value, "an empty file name sends output to stdout", f"remove {name} or give a path")]
@@ -486,7 +586,9 @@ def check_debug_file(name: str, value: str) -> list[Finding]:
                 "write an absolute path such as <log dir>/nccl.%h.%p.log",
             )
         ]
-    findings: list[Finding] = []
+    findings: list[Finding] = check_placeholder_use(name, value)
+    if findings:
+        return findings
     for m in re.finditer(r"%(.)?", value):
         code = m.group(1)
         if code not in ("h", "p", "%"):
@@ -506,12 +608,12 @@ def check_debug_file(name: str, value: str) -> list[Finding]:
                 f"add %p, e.g. {name}=<log dir>/nccl.%h.%p.log",
             )
         )
-    if not value.startswith("/"):
+    if not value.startswith("/") and placeholder_prefix_rest(value) is None:
         findings.append(
             warning(
                 name, value,
                 "a relative path is resolved in each process's working directory",
-                "use an absolute path",
+                f"use an absolute path, or {AUDIT_DIR_PLACEHOLDER}/nccl.%h.%p.log for the launch's audit directory",
             )
         )
     return findings
@@ -539,7 +641,7 @@ def check_ifname_list(name: str, value: str) -> list[Finding]:
                     "write a comma list of interface names or prefixes (^ to exclude, = for exact match)",
                 )
             )
-        if ":" in item and not item.split(":", 1)[1].isdigit():
+        if ":" in item and not is_ascii_digits(item.split(":", 1)[1]):
             findings.append(error(name, value, f"port in {item!r} must be a number", "write name:port"))
     return findings
 
@@ -558,7 +660,7 @@ def check_hca_list(name: str, value: str) -> list[Finding]:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", fields[0]):
             findings.append(error(name, value, f"{item!r} is not an HCA name", "write hca[:port] entries"))
             continue
-        if any(not f.isdigit() for f in fields[1:]) or len(fields) > 4:
+        if any(not is_ascii_digits(f) for f in fields[1:]) or len(fields) > 4:
             findings.append(
                 error(name, value, f"{item!r}: port (and 2.30 rail:plane) must be numbers", "write hca:port")
             )
@@ -595,7 +697,7 @@ def check_cta_policy(name: str, value: str, nccl_version: Version | None) -> lis
 
 
 def check_host_port(name: str, value: str) -> list[Finding]:
-    m = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d+)", value)
+    m = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):([0-9]{1,5})", value, re.ASCII)
     if not m or not 0 < int(m.group(2)) < 65536:
         return [error(name, value, "must be host:port or [ipv6]:port", f"write e.g. {name}=10.0.0.1:29500")]
     return []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import unicodedata
 from dataclasses import dataclass
 from importlib import resources
 from typing import Literal
@@ -18,7 +19,8 @@ from packaging.version import Version
 
 from sglang_eagle_nccl._toml import loads as toml_loads
 from sglang_eagle_nccl.findings import Finding, error, warning
-from sglang_eagle_nccl.names import ALLOWED_PREFIXES, is_allowed_name
+from sglang_eagle_nccl.names import ALLOWED_PREFIXES, MAX_ARG_STRLEN, env_entry_bytes, is_allowed_name
+from sglang_eagle_nccl.nccl import local_files
 from sglang_eagle_nccl.nccl import parsing as p
 
 __all__ = ["ALLOWED_PREFIXES", "is_allowed_name"]
@@ -44,6 +46,7 @@ class VarSpec:
     choices: tuple[str, ...] = ()
     case_sensitive: bool = False
     warning: str | None = None
+    plugin: str | None = None  # kind plugin_lib: which NCCL plugin (net, tuner, profiler, env)
 
     @property
     def per_communicator(self) -> bool:
@@ -86,6 +89,7 @@ def table() -> dict[str, VarSpec]:
             choices=tuple(row.get("choices", ())),
             case_sensitive=row.get("case_sensitive", False),
             warning=row.get("warning"),
+            plugin=row.get("plugin"),
         )
     return specs
 
@@ -140,14 +144,72 @@ def check_name(name: str, *, allow_unknown: bool) -> list[Finding]:
     ]
 
 
+# Kinds NCCL parses as numbers (strtoll) or compares with names byte by byte (strcmp,
+# strcasecmp): a non-ASCII character there is never read the way Python's int() or
+# str.upper() would read it ("٣" is 3 to int(), nothing to strtoll; "ınıt".upper() is "INIT").
+ASCII_KINDS = frozenset({
+    "bytes", "int", "bool", "choice", "level", "proto_list", "algo_list", "thread_thresholds", "debug_level",
+    "debug_subsys", "cta_policy", "host_port", "name_list", "hca_list", "ifname_list",
+})
+
+
+def check_environment_value(name: str, value: str) -> list[Finding]:
+    """Rules every value must meet to be put in a process environment at all."""
+    if "\x00" in value or "\n" in value:
+        return [error(name, value, "values cannot contain NUL or newline characters", "remove them")]
+    try:
+        value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return [
+            error(
+                name, value,
+                "the value holds characters that cannot be written into a process environment (lone surrogates)",
+                "write it as plain text",
+            )
+        ]
+    size = env_entry_bytes(name, value)
+    if size > MAX_ARG_STRLEN:
+        return [
+            error(
+                name, value,
+                f"{name}=<value> takes {size} bytes with its terminating NUL; Linux refuses any single environment "
+                f"entry over MAX_ARG_STRLEN ({MAX_ARG_STRLEN} bytes), so every process started with it would fail "
+                "with 'Argument list too long' (E2BIG)",
+                f"shorten the value to under {MAX_ARG_STRLEN - len(name) - 2} bytes",
+            )
+        ]
+    return p.check_placeholder_use(name, value)
+
+
+def _non_ascii(name: str, value: str) -> list[Finding]:
+    bad = next(c for c in value if not c.isascii())
+    digits_only = all(c.isascii() or unicodedata.decimal(c, None) is not None for c in value)
+    if digits_only:
+        fixed = "".join(c if c.isascii() else str(unicodedata.decimal(c)) for c in value)
+        fix = f"write the digits in ASCII: {name}={fixed}"
+    else:
+        fix = f"write {name} with ASCII characters only"
+    return [
+        error(
+            name, value,
+            f"contains the non-ASCII character {bad!r} (U+{ord(bad):04X}); NCCL reads {name} byte by byte "
+            "(strtoll / strcmp), so it is never taken as a digit or as part of a known name",
+            fix,
+        )
+    ]
+
+
 def check_value(spec: VarSpec, value: str, nccl_version: Version | None = None) -> list[Finding]:
     """Check one value against NCCL's own reading of it."""
     name = spec.name
     kind = spec.kind
-    if "\x00" in value or "\n" in value:
-        return [error(name, value, "values cannot contain NUL or newline characters", "remove them")]
+    basic = check_environment_value(name, value)
+    if basic:
+        return basic
+    if kind in ASCII_KINDS and not value.isascii():
+        return _non_ascii(name, value)
     if kind == "bytes":
-        findings = p.check_bytes(name, value)
+        findings = p.check_bytes(name, value, maximum=spec.maximum)
     elif kind == "int":
         findings = p.check_integer(
             name, value, minimum=spec.minimum, maximum=spec.maximum, multiple_of=spec.multiple_of
@@ -170,6 +232,8 @@ def check_value(spec: VarSpec, value: str, nccl_version: Version | None = None) 
         findings = p.check_debug_subsys(name, value)
     elif kind == "debug_file":
         findings = p.check_debug_file(name, value)
+        if not any(f.severity == "error" for f in findings):
+            findings += local_files.check_debug_file_directory(name, value)
     elif kind == "ifname_list":
         findings = p.check_ifname_list(name, value)
     elif kind == "hca_list":
@@ -182,6 +246,8 @@ def check_value(spec: VarSpec, value: str, nccl_version: Version | None = None) 
         findings = p.check_name_list(name, value)
     elif kind == "text":
         findings = p.check_text(name, value)
+    elif kind == "plugin_lib":
+        findings = local_files.check_plugin_library(name, value, spec.plugin or "net")
     else:  # pragma: no cover - guarded by test_table_kinds_are_known
         raise ValueError(f"unknown kind {kind!r} for {name}")
     if spec.since and nccl_version is not None and nccl_version < Version(spec.since):
@@ -206,9 +272,7 @@ def check(
         return findings
     spec = lookup(name)
     if spec is None:
-        if "\x00" in value or "\n" in value:
-            findings.append(error(name, value, "values cannot contain NUL or newline characters", "remove them"))
-        return findings
+        return findings + check_environment_value(name, value)
     return findings + check_value(spec, value, nccl_version)
 
 

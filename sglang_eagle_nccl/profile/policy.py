@@ -6,6 +6,8 @@ command-line flags; every source goes through :func:`policy_from_mapping`, which
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
@@ -28,7 +30,6 @@ POLICY_ENV = {
     names.ENV_CONSISTENCY_TIMEOUT: "consistency_timeout_s",
     names.ENV_MECHANISM: "mechanism",
 }
-
 
 
 @dataclass(frozen=True)
@@ -65,79 +66,154 @@ class Policy:
         return cls(**values)
 
 
-def _parse_bool(key: str, value: Any, source: str) -> tuple[bool | None, list[Finding]]:
+@dataclass(frozen=True)
+class Sourced:
+    """A raw policy value that remembers where it came from, so an error names its origin.
+
+    Policy values from a profile file, a plugin environment variable and a flag are merged into
+    one mapping before they are checked; wrapping each value lets :func:`policy_from_mapping`
+    report ``SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT`` (not ``policy.consistency_timeout_s``) for
+    a bad variable, and the file's name for a bad ``[policy]`` entry.
+    """
+
+    value: Any
+    variable: str  # what the user wrote: the environment variable, or "policy.<key>" in a file
+    source: str  # where: "environment", a file path, "builtin:<name>"
+
+
+# A nccl_version longer than this is not a version; packaging would call int() on every
+# component, which raises ValueError (not InvalidVersion) beyond Python's digit limit.
+_MAX_VERSION_CHARS = 64
+_SECONDS = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})?", re.ASCII)
+_BOOL_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False, "": False}
+
+
+def _parse_bool(value: Any) -> bool | None:
     if isinstance(value, bool):
-        return value, []
-    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
-        return value.strip().lower() in ("1", "true", "yes", "on"), []
-    return None, [error(key, str(value), "must be a boolean", f"write {key} = true or false").with_source(source)]
+        return value
+    if isinstance(value, str) and value.isascii():
+        return _BOOL_WORDS.get(value.strip().lower())
+    return None
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as written in TOML
+    return value if isinstance(value, str) else repr(value)
+
+
+def absolute_audit_dir(value: str) -> str:
+    """``~`` expanded and made absolute against this process's working directory.
+
+    Done once, where the profile is resolved: the processes SGLang starts may run in another
+    working directory and must still write into the same place.
+    """
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, list[Finding]]:
-    from sglang_eagle_nccl.names import is_allowed_name
-
+    """Check every policy value (each may be wrapped in :class:`Sourced`); errors name the origin."""
     findings: list[Finding] = []
     values: dict[str, Any] = {}
     known = {f.name for f in fields(Policy)}
-    for key, value in raw.items():
+    for key, wrapped in raw.items():
+        if isinstance(wrapped, Sourced):
+            value, variable, where = wrapped.value, wrapped.variable, wrapped.source
+        else:
+            value, variable, where = wrapped, f"policy.{key}", source
+
+        def bad(rule: str, fix: str, shown: Any = value, variable: str = variable, where: str = where) -> None:
+            findings.append(error(variable, _shown(shown), rule, fix).with_source(where))
+
+        is_env = variable.startswith("SGLANG_EAGLE_NCCL")
         if key not in known:
             findings.append(
-                error(f"policy.{key}", None, "unknown policy option", f"use one of: {', '.join(sorted(known))}").with_source(source)
+                error(variable, None, "unknown policy option", f"use one of: {', '.join(sorted(known))}").with_source(where)
             )
             continue
         if key in ("allow_unknown", "allow_partial", "audit_required"):
-            b, f = _parse_bool(f"policy.{key}", value, source)
-            findings += f
-            if b is not None:
+            b = _parse_bool(value)
+            if b is None:
+                bad("must be a boolean", f"set {variable}=1 or {variable}=0" if is_env else f"write {key} = true or false")
+            else:
                 values[key] = b
         elif key == "sglang_wins":
             items = value.split(",") if isinstance(value, str) else value
             if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
-                findings.append(error("policy.sglang_wins", str(value), "must be a list of variable names", 'write sglang_wins = ["NCCL_NVLS_ENABLE"]').with_source(source))
+                bad("must be a list of variable names",
+                    f"set {variable}=NCCL_NVLS_ENABLE,NCCL_ALGO" if is_env else 'write sglang_wins = ["NCCL_NVLS_ENABLE"]')
                 continue
-            names = tuple(sorted({i.strip() for i in items if i.strip()}))
-            for n in names:
-                if not is_allowed_name(n):
-                    findings.append(error("policy.sglang_wins", n, "only NCCL_* / TORCH_NCCL_* names make sense here", "remove it").with_source(source))
-            values[key] = names
+            wins = tuple(sorted({i.strip() for i in items if i.strip()}))
+            for n in wins:
+                if not names.is_allowed_name(n):
+                    bad("only NCCL_* / TORCH_NCCL_* names make sense here", "remove it", shown=n)
+            values[key] = wins
         elif key == "audit_dir":
             if value is None or value == "":
                 values[key] = None
             elif not isinstance(value, str):
-                findings.append(error("policy.audit_dir", str(value), "must be a path string", 'write audit_dir = "/path"').with_source(source))
+                bad("must be a path string", f"set {variable}=/path" if is_env else 'write audit_dir = "/path"')
+            elif "\x00" in value or "\n" in value:
+                bad("a directory name cannot contain NUL or newline characters", "choose a plain directory path")
             else:
-                values[key] = value
+                try:
+                    values[key] = absolute_audit_dir(value)
+                except OSError as exc:  # a relative path and a working directory that is gone
+                    bad(f"a relative directory needs the working directory, which cannot be read ({exc.strerror})",
+                        "give an absolute path")
         elif key == "nccl_version":
             if value is None or value == "":
                 values[key] = None
                 continue
             from packaging.version import InvalidVersion, Version
 
+            text = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
             try:
-                Version(str(value))
-                values[key] = str(value)
-            except InvalidVersion:
-                findings.append(error("policy.nccl_version", str(value), "not a version number", 'write nccl_version = "2.27"').with_source(source))
+                if text is None or len(text) > _MAX_VERSION_CHARS or not text.isascii():
+                    raise InvalidVersion(text)
+                Version(text)
+                values[key] = text
+            except (InvalidVersion, ValueError):
+                bad("not a version number", f"set {variable}=2.27" if is_env else 'write nccl_version = "2.27"')
         elif key == "mechanism":
             if value not in ("auto", "wrapt", "hook_registry"):
-                findings.append(error("policy.mechanism", str(value), "must be auto, wrapt or hook_registry", 'write mechanism = "auto"').with_source(source))
+                bad("must be auto, wrapt or hook_registry", f"set {variable}=auto" if is_env else 'write mechanism = "auto"')
             else:
                 values[key] = value
         elif key == "consistency":
             if value not in ("error", "warn", "off"):
-                findings.append(error("policy.consistency", str(value), "must be error, warn or off", 'write consistency = "error"').with_source(source))
+                bad("must be error, warn or off", f"set {variable}=error" if is_env else 'write consistency = "error"')
             else:
                 values[key] = value
         elif key == "consistency_timeout_s":
-            try:
-                t = float(value)
-                if not 0 < t <= 3600 or isinstance(value, bool):
-                    raise ValueError
+            t = _seconds(value)
+            if t is None or not 0 < t <= 3600:
+                bad(
+                    "must be a number of seconds in (0, 3600], written with ASCII digits",
+                    f"set {variable}=60" if is_env else "write consistency_timeout_s = 60",
+                )
+            else:
                 values[key] = t
-            except (TypeError, ValueError):
-                findings.append(error("policy.consistency_timeout_s", str(value), "must be a number of seconds in (0, 3600]", "write consistency_timeout_s = 60").with_source(source))
     return Policy(**values), findings
 
 
+def _seconds(value: Any) -> float | None:
+    # float() would accept "٣", "1_0", "nan", "inf" and 5000-digit strings; only plain decimals pass.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return float(value) if -(10**9) < value < 10**9 else None
+    if isinstance(value, float):
+        return value if value == value else None
+    if isinstance(value, str) and _SECONDS.fullmatch(value.strip()):
+        return float(value.strip())
+    return None
+
+
 def policy_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
-    return {field_name: environ[var] for var, field_name in POLICY_ENV.items() if environ.get(var, "") != ""}
+    """The policy set by the plugin's own environment variables, each value tagged with its variable."""
+    return {
+        field_name: Sourced(environ[var], var, "environment")
+        for var, field_name in POLICY_ENV.items()
+        if environ.get(var, "") != ""
+    }

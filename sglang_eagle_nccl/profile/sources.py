@@ -15,8 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from sglang_eagle_nccl.findings import Finding, error
+from sglang_eagle_nccl.names import NODE_RANK_MAX_DIGITS, parse_node_rank
+from sglang_eagle_nccl.profile.policy import Sourced
 
-MAX_PROFILE_BYTES = 1 << 20
+# A profile is a short file: the built-in ones are under 2 KiB, and a 1000-node cluster with
+# per-node interface names fits in about 100 KiB. The cap bounds the TOML parser's time (it is
+# linear once nesting is bounded: about 0.25 s for 256 KiB of keys on a slow core).
+MAX_PROFILE_BYTES = 256 * 1024
+# The deepest legal profile structure is three tables ([groups.<name>.env], [nodes.<rank>.env])
+# plus one list ([policy] sglang_wins). 16 leaves room for quoting and floats while keeping the
+# TOML parser far from its recursion limit and from its quadratic cost on long dotted keys.
+MAX_TOML_NESTING = 16
+UTF8_BOM = "\ufeff"
 
 
 def builtin_names() -> list[str]:
@@ -99,16 +109,44 @@ def _env_table(obj: Any, where: str, source: str, findings: list[Finding]) -> di
 
 
 def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) -> tuple[_Layer, list[Finding]]:
-    """Read one TOML profile document (data only: nothing in it is executed or expanded)."""
-    from sglang_eagle_nccl._toml import TOMLDecodeError
+    """Read one TOML profile document (data only: nothing in it is executed; the one placeholder,
+    ``{audit_dir}`` at the start of NCCL_DEBUG_FILE, is expanded later by the plugin).
+
+    A UTF-8 byte-order mark at the start is accepted and ignored: Windows editors write one, it
+    carries no meaning in TOML, and refusing it would only produce a puzzling "invalid
+    statement at line 1, column 1".
+    """
+    from sglang_eagle_nccl._toml import TOMLDecodeError, nesting_problem
     from sglang_eagle_nccl._toml import loads as toml_loads
 
     findings: list[Finding] = []
     layer = _Layer()
+    if text.startswith(UTF8_BOM):
+        text = text[len(UTF8_BOM) :]
+    if len(text) > MAX_PROFILE_BYTES:
+        return layer, [
+            error(
+                source, None,
+                f"the profile is {len(text)} characters long, over the {MAX_PROFILE_BYTES // 1024} KiB limit",
+                "a profile is a short TOML file: keep only the NCCL settings and policy it needs",
+            )
+        ]
+    deep = nesting_problem(text, MAX_TOML_NESTING)
+    if deep:
+        return layer, [
+            error(
+                source, None,
+                f"the TOML document nests too deeply: {deep} (a profile needs at most 3 levels, "
+                f"the limit is {MAX_TOML_NESTING})",
+                "write flat [env], [groups.<name>.env], [nodes.<rank>.env] and [policy] tables",
+            )
+        ]
     try:
         doc = toml_loads(text)
     except TOMLDecodeError as exc:
         return layer, [error(source, None, f"malformed TOML: {exc}", "fix the TOML syntax (see the line/column above)")]
+    except RecursionError:  # unreachable after nesting_problem; kept so no input can raise it
+        return layer, [error(source, None, "the TOML document nests too deeply", "write flat tables")]
     for key in doc:
         if key not in _TOP_KEYS:
             findings.append(
@@ -161,21 +199,25 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
     if not isinstance(nodes, dict):
         findings.append(error("nodes", None, "[nodes] must contain [nodes.<rank>.env] tables", "see README"))
         nodes = {}
+    node_ranks, node_findings = check_node_keys(list(nodes))
+    findings += node_findings
     for nkey, ntable in nodes.items():
-        if not str(nkey).isdigit():
-            findings.append(error(f"nodes.{nkey}", None, "node sections are keyed by node rank (0, 1, ...)", "write [nodes.0.env]"))
+        rank = node_ranks.get(nkey)
+        if rank is None:
             continue
         if not isinstance(ntable, dict) or set(ntable) - {"env"}:
             findings.append(error(f"nodes.{nkey}", None, "a node section may only contain an env table", f"write [nodes.{nkey}.env]"))
             continue
         nenv = _env_table(ntable.get("env", {}), f"nodes.{nkey}.env", source, findings)
-        layer.nodes.setdefault(int(nkey), {}).update(nenv)
-        layer.origin.update({f"nodes.{nkey}:{k}": source for k in nenv})
+        layer.nodes.setdefault(rank, {}).update(nenv)
+        layer.origin.update({f"nodes.{rank}:{k}": source for k in nenv})
     policy = doc.get("policy", {})
     if not isinstance(policy, dict):
         findings.append(error("policy", None, "[policy] must be a table", "write [policy] then key = value"))
     else:
-        layer.policy.update(policy)
+        # Each value remembers its file, so a bad one is reported with the file's name even after
+        # the layers are merged (see Sourced).
+        layer.policy.update({k: Sourced(v, f"policy.{k}", source) for k, v in policy.items()})
     tuner = doc.get("tuner", {})
     if not isinstance(tuner, dict) or set(tuner) - {"rules"}:
         findings.append(error("tuner", None, "the tuner section holds only [[tuner.rules]] blocks",
@@ -190,7 +232,46 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
     return layer, [f.with_source(source) for f in findings]
 
 
+def check_node_keys(keys: Iterable[str]) -> tuple[dict[str, int], list[Finding]]:
+    """Node ranks of ``[nodes.<key>]`` sections: plain ASCII digits, and no two keys for one rank.
+
+    ``"007"`` and ``"7"`` are different TOML keys but the same node rank; merging them silently
+    would let one section override the other depending on key order.
+    """
+    ranks: dict[str, int] = {}
+    findings: list[Finding] = []
+    by_rank: dict[int, list[str]] = {}
+    for key in keys:
+        rank = parse_node_rank(key)
+        if rank is None:
+            findings.append(
+                error(
+                    f"nodes.{key}", None,
+                    f"node sections are keyed by node rank: plain digits 0-9, at most {NODE_RANK_MAX_DIGITS} "
+                    "(SGLang's --node-rank)",
+                    "write [nodes.0.env], [nodes.1.env], ...",
+                )
+            )
+            continue
+        ranks[key] = rank
+        by_rank.setdefault(rank, []).append(key)
+    for rank, same in by_rank.items():
+        if len(same) > 1:
+            findings.append(
+                error(
+                    " and ".join(f"nodes.{k}" for k in same), None,
+                    f"these sections all mean node rank {rank}; one would silently override the other",
+                    f"keep one section, written [nodes.{rank}.env]",
+                )
+            )
+            for key in same:
+                ranks.pop(key, None)
+    return ranks, findings
+
+
 def read_profile_file(path: str) -> tuple[_Layer, list[Finding]]:
+    from sglang_eagle_nccl._files import UnreadableFile, read_regular_file
+
     label = path
     p = Path(path)
     try:
@@ -199,25 +280,34 @@ def read_profile_file(path: str) -> tuple[_Layer, list[Finding]]:
         return _Layer(), [
             error(path, None, "profile file not found", f"check the path, or use a built-in name ({', '.join(builtin_names())})")
         ]
-    except OSError as exc:
-        return _Layer(), [error(path, None, f"cannot read profile file ({exc.strerror})", "check the path and permissions")]
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        return _Layer(), [error(path, None, f"cannot read profile file ({getattr(exc, 'strerror', None) or exc})", "check the path and permissions")]
     if not p.is_file():
         return _Layer(), [error(path, None, "profile path is not a regular file", "give a .toml file")]
     if st.st_size > MAX_PROFILE_BYTES:
-        return _Layer(), [error(path, None, "profile file is larger than 1 MiB", "a profile is a short TOML file")]
+        return _Layer(), [
+            error(path, None, f"profile file is larger than {MAX_PROFILE_BYTES // 1024} KiB", "a profile is a short TOML file")
+        ]
     try:
-        text = p.read_text("utf-8")
-    except PermissionError:
-        return _Layer(), [error(path, None, "profile file is not readable (permission denied)", f"chmod a+r {path}")]
+        # Non-blocking, regular files only: the name may have been swapped for a FIFO since stat.
+        data = read_regular_file(path, MAX_PROFILE_BYTES, follow_symlinks=True)
+    except UnreadableFile as exc:
+        if "ermission denied" in exc.reason:
+            return _Layer(), [error(path, None, "profile file is not readable (permission denied)", f"chmod a+r {path}")]
+        return _Layer(), [error(path, None, f"cannot read profile file ({exc.reason})", "check the file")]
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         return _Layer(), [error(path, None, "profile file is not UTF-8 text", "save it as UTF-8 TOML")]
-    except OSError as exc:
-        return _Layer(), [error(path, None, f"cannot read profile file ({exc.strerror})", "check the file")]
     return parse_toml_profile(text, label)
 
 
-def load_spec(spec: str) -> tuple[_Layer, list[Finding]]:
-    """A built-in profile name or a TOML file path."""
+def load_spec(spec: str, variable: str = "profile") -> tuple[_Layer, list[Finding]]:
+    """A built-in profile name or a TOML file path.
+
+    ``variable`` is what the user wrote the spec in, named when it matches nothing: pass
+    ``SGLANG_EAGLE_NCCL`` for the gate's value, so the error says which variable to fix.
+    """
     spec = spec.strip()
     if spec in builtin_names() and "/" not in spec:
         return parse_toml_profile(builtin_text(spec), f"builtin:{spec}", allow_extends=False)
@@ -226,7 +316,7 @@ def load_spec(spec: str) -> tuple[_Layer, list[Finding]]:
     close = [n for n in builtin_names() if n.startswith(spec[:3])] or builtin_names()
     return _Layer(), [
         error(
-            "profile", spec,
+            variable, spec,
             "no built-in profile has this name and no such file exists",
             f"use a built-in profile ({', '.join(close)}) or a path to a .toml file",
         )

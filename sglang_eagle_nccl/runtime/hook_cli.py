@@ -23,7 +23,8 @@ FLAG_HELP = {
     "--nccl-env": "KEY=VALUE NCCL setting on top of the profile (repeatable), validated with NCCL's "
     "own parsing rules, e.g. --nccl-env NCCL_ALGO=Tree.",
     "--nccl-audit-dir": "Directory for the per-process audit of NCCL settings (default: "
-    "<tmp>/sglang-eagle-nccl-<uid>); read it with `sglang-eagle-nccl audit DIR`.",
+    "<tmp>/sglang-eagle-nccl-<uid>); a relative DIR is made absolute against the current working "
+    "directory. Read it with `sglang-eagle-nccl audit DIR`.",
     "--nccl-allow-partial": "Run even if this SGLang release is newer than the plugin knows and some "
     "hook targets are missing; the audit records what is uncovered.",
 }

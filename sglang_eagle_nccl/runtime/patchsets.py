@@ -70,7 +70,9 @@ class Hook:
         return self.module == "sglang" or self.module.startswith("sglang.")
 
     def applies_to(self, version: Version) -> bool:
-        return self.versions is None or SpecifierSet(self.versions).contains(version, prereleases=True)
+        # Judged by the release the version stands for, like the patch set itself: a hook gated
+        # ">=0.5.11,<0.5.13" applies to 0.5.11rc1 and not to 0.5.13rc1.
+        return self.versions is None or SpecifierSet(self.versions).contains(stands_for(version), prereleases=True)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -100,7 +102,8 @@ class PatchSet:
     path: str = ""
 
     def contains(self, version: Version) -> bool:
-        return SpecifierSet(self.versions).contains(version, prereleases=True)
+        """True when ``version`` (a pre-release, dev build or local build counts as its release) is in range."""
+        return SpecifierSet(self.versions).contains(stands_for(version), prereleases=True)
 
     def hooks_for(self, version: Version, *, cli: bool | None = None) -> list[Hook]:
         hooks = [h for h in self.hooks if h.applies_to(version)]
@@ -186,7 +189,11 @@ def load_manifests(directory: str | None = None) -> tuple[PatchSet, ...]:
 
 # --- selection -----------------------------------------------------------------------------------
 
-Status = Literal["tested", "untested_newer"]
+# tested: within the releases the compatibility matrix proved (through tested_through);
+# untested_newer: a release (or post release) newer than that; untested_prerelease: a
+# pre-release or dev build, whose code may differ from the release it precedes. Either
+# untested status makes the caller check every required target in the installed source.
+Status = Literal["tested", "untested_newer", "untested_prerelease"]
 
 
 @dataclass(frozen=True)
@@ -199,13 +206,40 @@ class Selection:
     def tested(self) -> bool:
         return self.status == "tested"
 
+    @property
+    def why_untested(self) -> str:
+        """One sentence for logs and errors; empty when tested."""
+        ps = self.patch_set
+        if self.status == "untested_newer":
+            return f"SGLang {self.version} is newer than the releases patch set {ps.id} was proven on (through {ps.tested_through})"
+        if self.status == "untested_prerelease":
+            return (
+                f"SGLang {self.version} is a pre-release or development build of {stands_for(Version(self.version))}; "
+                f"patch set {ps.id} was proven on releases only"
+            )
+        return ""
+
+
+def stands_for(version: Version) -> Version:
+    """The release ``version`` belongs to: pre-releases and dev builds of X count as X (they
+    precede X and carry its code), a local build tag (+cu130) is dropped, post releases stay.
+    """
+    text = version.base_version
+    if version.post is not None:
+        text += f".post{version.post}"
+    return Version(text)
+
 
 def parse_sglang_version(version: str) -> Version:
     try:
+        # packaging calls int() on every release component: a 5000-digit component raises
+        # ValueError (Python's int limit), not InvalidVersion. Real versions are short.
+        if len(version) > 64:
+            raise InvalidVersion(version)
         return Version(version)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError, TypeError):
         raise PatchSetError(
-            f"installed SGLang reports version {version!r}, which is not a PEP 440 version; "
+            f"installed SGLang reports version {version[:64]!r}, which is not a PEP 440 version; "
             "sglang-eagle-nccl cannot tell which patch set applies. Reinstall SGLang from a release."
         ) from None
 
@@ -213,20 +247,33 @@ def parse_sglang_version(version: str) -> Version:
 def select(version: str, sets: Sequence[PatchSet] | None = None) -> Selection:
     """Pick the patch set for ``version`` (pre/post/dev/local versions handled).
 
-    A version newer than everything a set was proven against (``tested_through``; a local tag
-    such as ``0.5.23+cu130`` counts as 0.5.23, a post release as newer) still selects that set, marked
-    ``untested_newer``: the caller must then check the required targets before patching.
+    A pre-release or dev build selects the set of the release it precedes (``0.5.11rc1`` the
+    0.5.11 set), marked ``untested_prerelease``; a version newer than everything a set was proven
+    against (``tested_through``; a local tag such as ``0.5.23+cu130`` counts as 0.5.23, a post
+    release as newer) selects that set, marked ``untested_newer``. For either, the caller must
+    check the required targets in the installed source before patching. A pre-release of the
+    oldest supported release (``0.4.3rc1``) is older than every supported release and refused.
     """
     sets = load_manifests() if sets is None else sets
     v = parse_sglang_version(version)
-    for ps in sets:
-        if ps.contains(v):
-            # Local build tags (+cu130) do not change SGLang's code; post releases can.
-            newer = Version(v.public) > Version(ps.tested_through)
-            return Selection(version, ps, "untested_newer" if newer else "tested")
+    release = stands_for(v)
     oldest = min(sets, key=lambda s: Version(s.tested_through))
+    for ps in sets:
+        if not ps.contains(v):
+            continue
+        if ps is oldest and not SpecifierSet(ps.versions).contains(v, prereleases=True):
+            # Precedes the first release this plugin supports: nothing was ever checked there.
+            break
+        if release > Version(ps.tested_through):
+            status: Status = "untested_newer"
+        elif v.is_prerelease or v.is_devrelease:
+            status = "untested_prerelease"
+        else:
+            status = "tested"
+        return Selection(version, ps, status)
+    precedes = f", a pre-release or development build of {release}," if release != v and release.post is None else ""
     raise PatchSetError(
-        f"SGLang {version} is older than every supported release (supported: "
+        f"SGLang {version}{precedes} is older than every supported release (supported: "
         f"{', '.join(s.versions for s in sets)}); upgrade SGLang to >= 0.4.3 "
         f"(oldest patch set: {oldest.id})."
     )
@@ -399,10 +446,7 @@ def require_coverage(coverage: Coverage, *, allow_partial: bool) -> None:
     if not missing or allow_partial:
         return
     sel = coverage.selection
-    lines = [
-        f"SGLang {sel.version} is newer than the releases patch set {sel.patch_set.id} was proven on "
-        f"(through {sel.patch_set.tested_through}), and {len(missing)} required hook target(s) are missing:"
-    ]
+    lines = [f"{sel.why_untested}, and {len(missing)} required hook target(s) are missing:"]
     lines += [f"  - {c.target}: {c.reason}" for c in missing]
     lines.append(
         "The NCCL profile would not reach every process/communicator. Upgrade sglang-eagle-nccl, or run "

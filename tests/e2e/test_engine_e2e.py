@@ -86,6 +86,8 @@ def _session_after(sid: int, grace: float) -> list[str]:
 def _check_profile_everywhere(report: Report, expected: dict[str, str], *, tp: int = 2) -> None:
     """Every scheduler process and every communicator of every group carries ``expected``."""
     assert report.verdict != "fail", "\n".join(report.problems)
+    # Every record the real SGLang processes wrote fits the audit reader's per-event schema.
+    assert report.unreadable == [], [u.text() for u in report.unreadable]
     schedulers = [p for p in report.processes if p.role.startswith("scheduler")]
     assert len(schedulers) == tp, [(p.role, p.pid) for p in report.processes]
     _, procs = read_launch(report.run_dir)

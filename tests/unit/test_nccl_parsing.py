@@ -101,3 +101,45 @@ def test_thread_thresholds_six_numbers():
 def test_cta_policy_names_need_229():
     assert p.check_cta_policy("NCCL_CTA_POLICY", "EFFICIENCY|ZERO", Version("2.29")) == []
     assert p.check_cta_policy("NCCL_CTA_POLICY", "EFFICIENCY", Version("2.27"))[0].severity == "error"
+
+
+# --- strtoll bounds (NCCL's ncclLoadParam: strtoll(str, NULL, 0); errno -> "Invalid value ... using default")
+
+
+@pytest.mark.parametrize(
+    "text,value,overflow",
+    [
+        ("9223372036854775807", 2**63 - 1, False),
+        ("9223372036854775808", 2**63 - 1, True),
+        ("-9223372036854775808", -(2**63), False),
+        ("-9223372036854775809", -(2**63), True),
+        ("0x7fffffffffffffff", 2**63 - 1, False),
+        ("0x8000000000000000", 2**63 - 1, True),
+        ("-0x8000000000000000", -(2**63), False),
+        ("0777777777777777777777", 2**63 - 1, False),
+        ("01000000000000000000000", 2**63 - 1, True),
+        ("000000000000000000000000000042", 0o42, False),  # leading zeros are not significant
+        ("9" * 5000, 2**63 - 1, True),
+        ("0x" + "f" * 100000, 2**63 - 1, True),
+    ],
+)
+def test_strtoll_overflow_like_glibc(text, value, overflow):
+    parsed = p.strtoll0(text)
+    assert (parsed.value, parsed.overflow) == (value, overflow)
+
+
+def test_strtoll_reads_only_ascii_digits():
+    assert "٣".isdigit()  # why str.isdigit() is not used anywhere
+    assert p.strtoll0("٣").consumed == ""
+    assert p.strtoll0("1٣").value == 1 and p.strtoll0("1٣").rest == "٣"
+
+
+def test_huge_digit_strings_never_reach_int():
+    import sys
+
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+    text = "1" * (limit * 10)
+    assert p.check_integer("NCCL_NTHREADS", text, minimum=64, maximum=512)[0].rule.startswith("the number is outside")
+    assert p.check_bytes("NCCL_BUFFSIZE", text + "M")[0].severity == "error"
+    assert p.check_thread_thresholds("NCCL_THREAD_THRESHOLDS", " ".join([text] * 6))[0].severity == "error"
+    assert p.check_level("NCCL_P2P_LEVEL", text, None)[0].severity == "error"

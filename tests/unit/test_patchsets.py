@@ -23,7 +23,8 @@ from sglang_eagle_nccl.runtime.hooks import HANDLERS
         ("0.5.21", "sglang-0.5.21-latest", "tested"),
         ("0.5.23", "sglang-0.5.21-latest", "tested"),
         ("0.5.23+cu130", "sglang-0.5.21-latest", "tested"),
-        ("0.5.23rc1", "sglang-0.5.21-latest", "tested"),
+        # A pre-release's code may differ from its release: never "tested" by the matrix.
+        ("0.5.23rc1", "sglang-0.5.21-latest", "untested_prerelease"),
         ("0.5.24rc1", "sglang-0.5.21-latest", "untested_newer"),
         ("0.5.24.dev3", "sglang-0.5.21-latest", "untested_newer"),
         ("0.6.0", "sglang-0.5.21-latest", "untested_newer"),
@@ -163,3 +164,92 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
     patchsets.load_manifests.cache_clear()
     assert matrix.main(["--versions", str(tmp_path / "versions.toml"), "--manifests", str(manifests), "--offline", "--out", str(tmp_path / "m.md")]) == 0
     patchsets.load_manifests.cache_clear()
+
+
+# --- pre-releases, dev builds, post and local versions at patch-set boundaries -------------------
+
+
+@pytest.mark.parametrize(
+    "version,set_id,status",
+    [
+        # a pre-release / dev build precedes its release and carries its code: the release's set
+        ("0.5.11rc1", "sglang-0.5.11-0.5.20", "untested_prerelease"),
+        ("0.5.11.dev0", "sglang-0.5.11-0.5.20", "untested_prerelease"),
+        ("0.5.21.dev0", "sglang-0.5.21-latest", "untested_prerelease"),
+        ("0.5.21rc2+cu130", "sglang-0.5.21-latest", "untested_prerelease"),
+        ("0.5.5rc0", "sglang-0.5.5-0.5.10", "untested_prerelease"),
+        ("0.5.5a1", "sglang-0.5.5-0.5.10", "untested_prerelease"),
+        ("0.5.13rc1", "sglang-0.5.11-0.5.20", "untested_prerelease"),
+        # post and local versions stay with the release they follow
+        ("0.5.4.post3", "sglang-0.4.3-0.5.4", "tested"),
+        ("0.5.4.post4", "sglang-0.4.3-0.5.4", "untested_newer"),
+        ("0.5.10.post1+cu126", "sglang-0.5.5-0.5.10", "tested"),
+        ("0.5.20.post1.dev0", "sglang-0.5.11-0.5.20", "untested_newer"),
+    ],
+)
+def test_selection_at_boundaries(version, set_id, status):
+    sel = patchsets.select(version)
+    assert (sel.patch_set.id, sel.status) == (set_id, status)
+    if status == "tested":
+        assert sel.tested and sel.why_untested == ""
+    else:
+        assert not sel.tested and version in sel.why_untested
+
+
+@pytest.mark.parametrize("version", ["0.4.3rc1", "0.4.3.dev0", "0.4.3a1+local"])
+def test_prerelease_of_the_oldest_release_is_refused_clearly(version):
+    with pytest.raises(patchsets.PatchSetError) as info:
+        patchsets.select(version)
+    message = str(info.value)
+    assert f"SGLang {version}, a pre-release or development build of 0.4.3, is older than every supported release" in message
+    assert "upgrade SGLang to >= 0.4.3" in message
+
+
+def test_untested_prerelease_with_missing_target_is_refused_with_its_reason(tmp_path):
+    root = tmp_path / "site"
+    (root / "sglang" / "srt" / "entrypoints").mkdir(parents=True)
+    (root / "sglang" / "srt" / "entrypoints" / "engine.py").write_text("def other():\n    pass\n")
+    cov = patchsets.check_coverage(patchsets.select("0.5.11rc1"), root, cli=False)
+    with pytest.raises(patchsets.PatchSetError) as info:
+        patchsets.require_coverage(cov, allow_partial=False)
+    assert "0.5.11rc1 is a pre-release or development build of 0.5.11" in str(info.value)
+
+
+def test_huge_version_string_is_refused_not_crashed():
+    with pytest.raises(patchsets.PatchSetError):
+        patchsets.select("0." + "9" * 5000)
+
+
+@pytest.mark.parametrize(
+    "version,expected",
+    [("0.5.11", True), ("0.5.11rc1", True), ("0.5.12.post1", True), ("0.5.13rc1", False), ("0.5.13", False), ("0.5.20", False)],
+)
+def test_v1_multi_layer_eagle_worker_is_hooked_where_it_exists(version, expected):
+    """0.5.11 and 0.5.12.post1 ship speculative/multi_layer_eagle_worker.py; 0.5.13 removed it."""
+    from packaging.version import Version
+
+    sel = patchsets.select(version)
+    targets = {h.target for h in sel.patch_set.hooks_for(Version(version))}
+    target = "sglang.srt.speculative.multi_layer_eagle_worker:MultiLayerEagleWorker.__init__"
+    assert (target in targets) is expected
+
+
+def test_v1_multi_layer_eagle_worker_exists_in_the_real_wheels():
+    """Checked in the published wheels when they are in the cache (ci/matrix.py downloads them)."""
+    import os
+
+    cache = os.environ.get("SGLANG_EAGLE_NCCL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sglang-eagle-nccl"
+    )
+    wheels = {v: next(iter(sorted((__import__("pathlib").Path(cache) / "wheels").glob(f"sglang-{v}-*.whl"))), None)
+              for v in ("0.5.11", "0.5.12.post1", "0.5.13")}
+    if any(w is None for w in wheels.values()):
+        pytest.skip("SGLang wheels 0.5.11 / 0.5.12.post1 / 0.5.13 not downloaded (run python ci/matrix.py)")
+    hook = next(h for h in patchsets.select("0.5.11").patch_set.hooks if "multi_layer_eagle_worker:" in h.target)
+    for version, wheel in wheels.items():
+        with zipfile.ZipFile(wheel) as zf:
+            names = set(zf.namelist())
+            check = patchsets.check_hook_with_reader(
+                lambda rel: zf.read(rel).decode() if rel in names else None, hook  # noqa: B023
+            )
+        assert check.ok is (version != "0.5.13"), (version, check)
