@@ -179,8 +179,20 @@ COMMON = {"event": STR, "pid": INT, "ts": NUM, "role": STR}
 EVENT_SCHEMAS: dict[str, EventSchema] = {
     "process_start": event(
         {"env": ENV},
-        {"expected_env": ENV, "profile": opt(STR), "node_rank": opt(INT), "origin": opt(STR), "invocation": opt(STR)},
+        {"expected_env": ENV, "profile": opt(STR), "node_rank": opt(INT), "origin": opt(STR), "invocation": opt(STR),
+         "group_envs": map_of(ENV), "sglang_wins": list_of(STR)},
     ),
+    "profile_changed": event(
+        {"env": ENV, "expected_env": ENV},
+        {"reason": opt(STR), "profile": opt(STR), "node_rank": opt(INT), "group_envs": map_of(ENV),
+         "sglang_wins": list_of(STR), "changes": list_of(map_of(ANY))},
+    ),
+    "correctness_conflict": event({"variables": list_of(STR)}, {"message": opt(STR)}),
+    "native_plugins": event(
+        {"library": STR},
+        {"library_version": opt(STR), "rules_digest": opt(STR), "tuner": BOOL, "reads_log": opt(STR)},
+    ),
+    "audit_error": event({}, {"lost_event": opt(STR), "error": opt(STR)}),
     "process_role": event({"title": STR}),
     "patch_set": event(
         {"patch_set": STR},
@@ -190,7 +202,7 @@ EVENT_SCHEMAS: dict[str, EventSchema] = {
     "hook_uncovered": event({"target": STR}, {"required": BOOL, "reason": opt(STR), "mechanism": opt(STR)}),
     "plugin_error": event({}, {"handler": opt(STR), "hook": opt(STR), "error": opt(STR)}),
     "sglang_env_writes": event(
-        {"writes": list_of(obj({"name": STR}, {"before": opt(STR), "after": opt(STR)}))},
+        {"writes": list_of(obj({"name": STR}, {"before": opt(STR), "after": opt(STR), "for_correctness": opt(STR)}))},
         {"where": opt(STR), "server_flags": map_of(ANY)},
     ),
     "env_restored": event(
@@ -210,7 +222,7 @@ EVENT_SCHEMAS: dict[str, EventSchema] = {
             "unique_name": opt(STR), "ranks": list_of(INT), "rank_in_group": opt(INT), "world_size": opt(INT),
             "global_rank": opt(INT), "backend": opt(STR), "device_group_backend": opt(STR),
             "cpu_group_backend": opt(STR), "torch_comm": opt(STR), "use_pynccl": BOOL, "has_pynccl": BOOL,
-            "group_overrides": opt(ENV), "process_env": ENV,
+            "group_overrides": opt(ENV), "process_env": ENV, "allreduce_paths": opt(map_of(ANY)),
         },
     ),
     "pynccl_created": event(
@@ -225,7 +237,7 @@ EVENT_SCHEMAS: dict[str, EventSchema] = {
         {"worker": STR},
         {
             "module": opt(STR), "draft": opt(map_of(GROUP_DESCRIPTION)), "verify": opt(map_of(GROUP_DESCRIPTION)),
-            "current_tp": opt(GROUP_DESCRIPTION), "new_groups": BOOL,
+            "current_tp": opt(GROUP_DESCRIPTION), "new_groups": BOOL, "draft_note": opt(STR),
         },
     ),
     "mechanism_fallback": event({"target": STR}, {"reason": opt(STR)}),

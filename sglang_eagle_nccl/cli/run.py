@@ -47,6 +47,12 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
                                 root_pid=EXTERNAL_ROOT if run_dir else None)
     out = {k: v for k, v in updates.items() if v is not None}
+    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.profile.limits import check_exec_size
+
+    too_big = [f for f in check_exec_size(out, []) if f.severity == "error"]
+    if too_big:
+        fail_input(str(ProfileError(too_big)))
     if fmt == "json":
         emit_json(out)
     elif fmt == "dotenv":
@@ -111,9 +117,11 @@ def launch(
         allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None,
     )
     _check_sglang_coverage(resolution.profile, python)
+    from sglang_eagle_nccl.findings import ProfileError
+
     try:
         plan = plan_launch(resolution.profile, args, python=python, dry_run=dry_run)
-    except AuditError as exc:
+    except (AuditError, ProfileError) as exc:
         fail_input(str(exc))
     if dry_run:
         emit_json({"argv": plan.argv, "env": plan.env_updates, "run_dir": None,

@@ -175,7 +175,7 @@ def run_preflight(
     device = "cuda" if chosen == "nccl" else "cpu"
     if dist_init_addr:
         host, _, port_text = dist_init_addr.rpartition(":")
-        if not host or not port_text.isdigit():
+        if not host or not (port_text.isascii() and port_text.isdigit() and len(port_text) <= 5 and 0 < int(port_text) < 65536):
             raise PreflightError(f"--dist-init-addr {dist_init_addr!r} must be HOST:PORT")
         port = int(port_text)
     else:

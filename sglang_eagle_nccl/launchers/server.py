@@ -34,7 +34,9 @@ class LaunchPlan:
 
 
 def _node_rank_value(text: str) -> int | None:
-    return int(text) if text.isascii() and text.isdigit() else None
+    from sglang_eagle_nccl.names import parse_node_rank
+
+    return parse_node_rank(text)
 
 
 def node_rank_from_args(args: Sequence[str]) -> int | None:
@@ -63,6 +65,17 @@ def plan_launch(profile: Profile, server_args: Sequence[str], *, python: str | N
     updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=environ, root_pid=None,
                                 create_key=not dry_run)
     argv = [python or sys.executable, "-m", "sglang.launch_server", *server_args]
+    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.profile.limits import check_exec_size
+
+    too_big = [f for f in check_exec_size(merged(environ, updates), argv) if f.severity == "error"]
+    if too_big:
+        if run_dir is not None:
+            # Nothing was started: leave nothing behind either.
+            import shutil
+
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise ProfileError(too_big)
     return LaunchPlan(argv, updates, run_dir, node_rank)
 
 

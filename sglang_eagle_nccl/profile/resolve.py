@@ -57,8 +57,9 @@ def resolve(
         gate_value = environ.get(names.ENV_ENABLE, "").strip()
         if gate_value and gate_value.lower() not in names.ENABLE_WORDS:
             spec_list = [gate_value]
+    from_gate = not specs
     for spec in spec_list:
-        layer, f = load_spec(spec)
+        layer, f = load_spec(spec, names.ENV_ENABLE) if from_gate else load_spec(spec)
         findings += f
         merged.merge(layer)
         layer_names.append(spec)

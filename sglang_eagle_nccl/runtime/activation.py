@@ -56,14 +56,14 @@ def node_rank_from(environ: Mapping[str, str]) -> int | None:
     value = environ.get(names.ENV_NODE_RANK)
     if value is None or value == "":
         return None
-    text = value.strip()
-    # ASCII only: str.isdigit() accepts other scripts' digits, which no launcher writes.
-    if text.isascii() and text.isdigit() and len(text) <= 6:
-        return int(text)
+    rank = names.parse_node_rank(value.strip())
+    if rank is not None:
+        return rank
     from sglang_eagle_nccl.findings import ProfileError, error
 
     raise ProfileError([
-        error(names.ENV_NODE_RANK, value, "must be a node rank: ASCII digits 0-999999",
+        error(names.ENV_NODE_RANK, value,
+              f"must be a node rank: ASCII digits, at most {names.NODE_RANK_MAX_DIGITS} of them",
               f"set {names.ENV_NODE_RANK} to this node's --node-rank (0, 1, ...) or unset it")
     ])
 
@@ -77,10 +77,23 @@ def _with_native(env: dict[str, str]) -> dict[str, str]:
 
 
 def process_env(data: Mapping[str, Any], node_rank: int | None, run_dir: str | None = None) -> dict[str, str]:
-    """What a process of node ``node_rank`` must hold: ``[env]`` plus its ``[nodes.<rank>.env]``."""
+    """What a process of node ``node_rank`` must hold: ``[env]`` plus its ``[nodes.<rank>.env]``.
+
+    A value holding the ``{audit_dir}`` placeholder gets the launch's audit directory; until the
+    process knows its launch (SGLang's launcher opens it only at ``_set_envs_and_config``) the
+    variable is left out, and it is written when the launch is joined.
+    """
+    from sglang_eagle_nccl.profile.placeholders import expand_placeholders, has_placeholder
+
     env = dict(data.get("env", {}))
     if node_rank is not None:
         env.update(data.get("nodes", {}).get(str(node_rank), {}))
+    for name, value in list(env.items()):
+        if has_placeholder(value):
+            if run_dir:
+                env[name] = expand_placeholders(name, value, run_dir)
+            else:
+                del env[name]
     return env
 
 
@@ -322,6 +335,12 @@ def join_launch(run_dir: str) -> None:
         STATE.run_dir = run_dir
         if STATE.audit is not None:
             STATE.audit.attach(run_dir)
+        if STATE.data is not None:
+            new = _with_native(process_env(STATE.data, STATE.node_rank, run_dir))
+            if new != STATE.expected_env:
+                # Values naming {audit_dir} (the debug profile's NCCL_DEBUG_FILE) can be written now.
+                _change_expectation(new, reason="the launch directory was opened", profile_name=STATE.data.get("name"))
+                return
         publish()
         from sglang_eagle_nccl.runtime.native import resync
 

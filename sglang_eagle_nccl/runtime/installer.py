@@ -74,8 +74,7 @@ def select() -> Selection:
         )
     if not selection.tested:
         log(
-            f"SGLang {installed} is newer than patch set {selection.patch_set.id} was proven on "
-            f"(through {selection.patch_set.tested_through}); all required targets were found"
+            f"{selection.why_untested}; all required targets were found in its source"
             + (f", {len(uncovered)} uncovered (allow_partial)" if uncovered else "")
         )
     return selection

@@ -25,7 +25,8 @@ from sglang_eagle_nccl.audit.records import (
     CannotJudge,
     record_problem,
 )
-from sglang_eagle_nccl.audit.report import find_launch_dir, format_text, load_report, read_launch_records
+from sglang_eagle_nccl.audit.report import find_launch_dir, read_launch_records
+from sglang_eagle_nccl.audit.verdict import format_text, load_report
 from sglang_eagle_nccl.cli.main import main
 from sglang_eagle_nccl.errors import PluginStop
 

@@ -99,7 +99,7 @@ ACTIVATE = """
 @pytest.mark.parametrize(
     "env,named",
     [
-        ({"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_CONSISTENCY": "maybe"}, "consistency"),
+        ({"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_CONSISTENCY": "maybe"}, "SGLANG_EAGLE_NCCL_CONSISTENCY"),
         ({"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_ENV": "NCCL_BUFFSIZE=" + "9" * 5000}, "NCCL_BUFFSIZE"),
         ({"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_NODE_RANK": "\u0663"}, "SGLANG_EAGLE_NCCL_NODE_RANK"),
         ({"SGLANG_EAGLE_NCCL": "no-such-profile"}, "no-such-profile"),

@@ -15,7 +15,7 @@ def _launch(tmp_path, records_by_pid):
     for pid, records in records_by_pid.items():
         with open(f"{run_dir}/proc-h-{pid}.jsonl", "w") as fh:
             for r in records:
-                fh.write(json.dumps({"pid": pid, "ts": 0, **r}) + "\n")
+                fh.write(json.dumps({"pid": pid, "ts": 0, "role": "child", **r}) + "\n")
     meta, procs = read_launch(run_dir)
     return judge(meta, procs, run_dir)
 
