@@ -187,7 +187,7 @@ ENV_EVENTS = ("process_start", "profile_changed", "scheduler_start", "env_restor
 
 
 def _judge_communicator(proc: ProcessRecords, role: str, rec: Mapping[str, Any], exp: Expectation | None,
-                        first_env: dict[str, str] | None) -> CommVerdict:
+                        first_env: dict[str, str] | None, group_rules: frozenset[str] = frozenset()) -> CommVerdict:
     event = rec.get("event")
     env = rec.get("env") if isinstance(rec.get("env"), dict) else {}
     group = str(rec.get("group", "?"))
@@ -212,6 +212,12 @@ def _judge_communicator(proc: ProcessRecords, role: str, rec: Mapping[str, Any],
                 notes.append(
                     "per-group override " + ", ".join(f"{k}={v}" for k, v in ov.items())
                     + " reaches only the eager PyNccl communicator; torch's lazy one uses the process environment"
+                )
+            if group in group_rules:
+                verdicts.append("warn")
+                notes.append(
+                    f"tuner rules for group '{group}' reach only the eager PyNccl communicator (labelled while the group "
+                    "was built); torch's lazy one carries no label and gets size/rank rules only"
                 )
         else:
             absent = True
@@ -266,6 +272,8 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
     sglang_writes: list[dict[str, Any]] = []
     expected_schedulers: int | None = None
     reads = reads or {}
+    rules = launch_profile.get("tuner_rules") if isinstance(launch_profile.get("tuner_rules"), list) else []
+    group_rules = frozenset(str(r["group"]) for r in rules if isinstance(r, dict) and r.get("group"))
     nccl_reads: dict[int, dict[str, Any]] = {}
     paths: dict[str, dict[str, Any]] = {}
 
@@ -293,7 +301,7 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
                     verdicts.append("fail")
                     notes.append(f"profile not in force at {event}: " + "; ".join(diffs))
             elif event in ("group_created", "pynccl_created"):
-                comm = _judge_communicator(proc, role, rec, exp, first_env)
+                comm = _judge_communicator(proc, role, rec, exp, first_env, group_rules)
                 if comm.verdict == "absent" and exp is not None and isinstance(rec.get("env"), dict):
                     # No NCCL communicator to judge, but the process still had to hold the profile
                     # when it built the group: a difference there is the process's failure.
