@@ -31,13 +31,13 @@ import os
 
 from sglang_eagle_nccl import names
 from sglang_eagle_nccl._json_light import JSONLightError, dumps, loads
-from sglang_eagle_nccl.findings import ProfileError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Mapping
     from typing import Any
 
+    from sglang_eagle_nccl.findings import ProfileError  # imported where raised: findings builds dataclasses
     from sglang_eagle_nccl.profile.model import Profile
 
 WIRE_PREFIX = "sen2"
@@ -214,7 +214,7 @@ def encode(profile_data: Mapping[str, Any], *, inputs: Mapping[str, str], run_di
 
 
 def _malformed(why: str) -> ProfileError:
-    from sglang_eagle_nccl.findings import error
+    from sglang_eagle_nccl.findings import ProfileError, error
 
     return ProfileError([
         error(
@@ -298,7 +298,7 @@ def decode(text: str, environ: Mapping[str, str] | None = None, *, check_inputs:
 
 
 def _stale(stale: list[tuple[str, str | None, str | None]]) -> ProfileError:
-    from sglang_eagle_nccl.findings import error
+    from sglang_eagle_nccl.findings import ProfileError, error
 
     findings = []
     for var, now, recorded in stale:

@@ -144,8 +144,6 @@ def plan(profile: Profile | None = None, environ: Mapping[str, str] | None = Non
 
 def _write_atomically(updates: Mapping[str, str | None]) -> list[tuple[str, str | None, str | None]]:
     """Write (None: unset) every variable, or none of them: on any failure, put all back and re-raise."""
-    from sglang_eagle_nccl.runtime.environ import put_back
-
     bad = sorted(k for k in updates if not (names.is_allowed_name(k) or k.startswith(names.ENV_ENABLE)))
     if bad:  # unreachable through validated profiles; kept so no caller can bypass it
         raise ValueError(f"refusing to write variables outside NCCL_*/TORCH_NCCL_*/SGLANG_EAGLE_NCCL*: {bad}")
@@ -158,6 +156,9 @@ def _write_atomically(updates: Mapping[str, str | None]) -> list[tuple[str, str 
             elif os.environ.get(name) != value:
                 os.environ[name] = value
     except BaseException:
+        # Imported only here: runtime.environ builds dataclasses (~30 ms of imports at interpreter start).
+        from sglang_eagle_nccl.runtime.environ import put_back
+
         put_back(before)
         raise
     return [(k, before[k], updates[k]) for k in sorted(updates)]

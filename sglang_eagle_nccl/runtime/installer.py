@@ -4,6 +4,13 @@ Patch sets are chosen when SGLang is first imported (selection needs SGLang's ve
 processes that never import SGLang (pip, the multiprocessing resource tracker ...) pay nothing.
 Installation is idempotent per hook. Hooks run through :func:`~sglang_eagle_nccl.runtime.hooks.run_hook`
 whichever mechanism installed them (wrapt, or SGLang's HookRegistry on >= 0.5.11).
+
+This runs once in every SGLang process, so it avoids what the offline tools may spend: the
+version comes from the ``METADATA`` file next to the imported package (``importlib.metadata``
+scans every distribution on ``sys.path``: ~18 M instructions in an SGLang venv), and the manifests
+from their checked JSON index (:mod:`~sglang_eagle_nccl.runtime.manifest_index`) instead of
+parsing the TOML files; :mod:`~sglang_eagle_nccl.runtime.patchsets` is imported only when the
+index cannot answer (a stale index, an SGLang newer than every proven release).
 """
 
 from __future__ import annotations
@@ -34,12 +41,41 @@ def _on_hook_result(hook: Hook, mechanism: str, failure: str | None) -> None:
             log(f"required hook target {hook.target} could not be installed: {failure}")
 
 
+def _version_beside_package() -> str | None:
+    """``Version:`` of the one ``sglang-*.dist-info`` next to the imported ``sglang`` package, or None.
+
+    That directory is where pip installed the package this process runs; a single directory
+    listing and a few lines of one file, instead of a scan of every distribution on sys.path.
+    """
+    import os
+
+    package_file = getattr(sys.modules.get("sglang"), "__file__", None)
+    if not package_file:
+        return None
+    site = os.path.dirname(os.path.dirname(package_file))
+    try:
+        found = [n for n in os.listdir(site) if n.startswith("sglang-") and n.endswith(".dist-info")]
+        if len(found) != 1:
+            return None  # none (editable install) or several (a broken upgrade): ask importlib.metadata
+        with open(os.path.join(site, found[0], "METADATA"), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    return None  # end of the headers
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        return None
+    return None
+
+
 def installed_sglang_version() -> str:
+    # The installed distribution's metadata is authoritative (it carries local tags such as
+    # +cu130); the package's own __version__ is only the fallback for a source checkout.
+    found = _version_beside_package()
+    if found is not None:
+        return found
     from importlib.metadata import PackageNotFoundError, version
 
-    # The installed distribution's metadata is authoritative (it carries local tags such as
-    # +cu130); looking it up scans sys.path, so the package's own __version__ is only the
-    # fallback for a source checkout without metadata.
     try:
         return version("sglang")
     except PackageNotFoundError:
@@ -48,14 +84,20 @@ def installed_sglang_version() -> str:
 
 def select() -> Selection:
     """The patch set for the installed SGLang; an untested release must pass the source check."""
-    from sglang_eagle_nccl.runtime import patchsets
+    from sglang_eagle_nccl.runtime import manifest_index
 
     if STATE.selection is not None:
         return STATE.selection
     installed = installed_sglang_version()
-    selection = patchsets.select(installed)
+    selection: Any = manifest_index.select(installed)
     uncovered: list[dict[str, Any]] = []
+    if selection is None:
+        from sglang_eagle_nccl.runtime import patchsets
+
+        selection = patchsets.select(installed)
     if not selection.tested:
+        from sglang_eagle_nccl.runtime import patchsets
+
         root = patchsets.installed_root()
         if root is not None:
             coverage = patchsets.check_coverage(selection, root, cli=STATE.cli_hooks)
@@ -80,6 +122,19 @@ def select() -> Selection:
     return selection
 
 
+def mechanism_for(hook: Hook, wanted: str) -> str:
+    """The mechanism that installs ``hook`` when ``wanted`` is asked for.
+
+    HookRegistry only for module-level functions: for a class member (``Class.method``) its
+    ``apply_hooks`` would walk every loaded module looking for copies that cannot exist (a method
+    is reached through its class), ~20 ms per target in a scheduler; wrapt wraps it in place
+    instead (see :mod:`~sglang_eagle_nccl.runtime.patching`).
+    """
+    if wanted == "hook_registry" and "." in hook.qualname:
+        return "wrapt"
+    return wanted
+
+
 def _plugins_already_loaded() -> bool:
     plugins = sys.modules.get("sglang.srt.plugins")
     return bool(getattr(plugins, "_plugins_loaded", False))
@@ -102,7 +157,7 @@ def install_patches(*, from_entry_point: bool = False) -> None:
         # module once per target. The default installs the same hooks with wrapt everywhere.
         use_registry = STATE.policy.get("mechanism", "auto") == "hook_registry"
         for hook in patch_set.hooks_for(version, cli=False):
-            mechanism = patch_set.mechanism_of(hook) if use_registry else (hook.mechanism or "wrapt")
+            mechanism = mechanism_for(hook, patch_set.mechanism_of(hook) if use_registry else (hook.mechanism or "wrapt"))
             if mechanism == "hook_registry":
                 if register_now:
                     patching.install_hook_registry(hook, run_hook, _on_hook_result)
@@ -139,7 +194,7 @@ def ensure_hooks() -> None:
         load_plugins()
     except ImportError:
         pass
-    if not any(m == "hook_registry" for m in patching.STATE.installed.values()) and not patching.STATE.pending:
+    if not any(m == "hook_registry" for m in patching.STATE.mechanisms.values()):
         install_patches(from_entry_point=True)
         patching.apply_hook_registry()
 
@@ -149,10 +204,15 @@ def ensure_hooks() -> None:
 
 def cli_hooks() -> list[Hook]:
     """The launch-flag hooks (same targets in every supported SGLang, proven by the matrix)."""
-    from sglang_eagle_nccl.runtime.patchsets import load_manifests
+    from sglang_eagle_nccl.runtime import manifest_index
 
+    sets: Any = manifest_index.load()
+    if sets is None:
+        from sglang_eagle_nccl.runtime.patchsets import load_manifests
+
+        sets = load_manifests()
     seen: dict[str, Hook] = {}
-    for patch_set in load_manifests():
+    for patch_set in sets:
         for hook in patch_set.hooks:
             if hook.when == "cli":
                 seen[hook.target] = hook
@@ -180,7 +240,7 @@ def install_cli_hooks(mechanism: str = "wrapt") -> None:
             return
         STATE.cli_hooks = True
         for hook in cli_hooks():
-            if mechanism == "hook_registry":
+            if mechanism_for(hook, mechanism) == "hook_registry":
                 patching.install_hook_registry(hook, _run_cli_hook, lambda *_: None)
             else:
                 patching.install_wrapt(hook, _run_cli_hook, lambda *_: None)

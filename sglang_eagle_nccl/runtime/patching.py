@@ -1,20 +1,35 @@
-"""Installing hooks: through SGLang's HookRegistry (>= 0.5.11) or wrapt post-import hooks.
+"""Installing hooks: wrapt function wrappers, or SGLang's HookRegistry (>= 0.5.11) for module functions.
 
 Both mechanisms end in the same call: ``run_hook(hook, original, instance, args, kwargs)``
 where ``original(*args, **kwargs)`` calls the patched function (already bound to
 ``instance`` for methods). Hook handlers live in :mod:`hooks`; this module only adapts the
 calling conventions and keeps installation idempotent per process.
 
-wrapt post-import hooks fire when the target module is imported, or at once if it already
-is, so patches land whenever SGLang imports the module (including in spawned children,
-where the ``.pth`` bootstrap registers them before any SGLang code runs). Installed wrappers
-can be removed again (:func:`uninstall_wrapt`) so tests can patch and unpatch.
+**wrapt.** A wrapper lands when the target's module is imported, or at once if it already is,
+so patches are in place before any other SGLang module can copy a reference with ``from X
+import f`` (spawned children included: the ``.pth`` bootstrap asks for them before SGLang
+runs). The wait uses :func:`~sglang_eagle_nccl.runtime.import_trigger.after_import`, not
+wrapt's own post-import hooks: wrapt's finder stays first in ``sys.meta_path`` for the rest of
+the process and takes a lock on every import (an SGLang scheduler imports ~5,900 modules),
+while ours removes itself once nothing is left to watch. wrapt itself is imported only when
+the first wrapper is applied. :func:`uninstall_wrapt` is the exact inverse of the
+installations: every attribute back to the object it held (an attribute a class only
+inherited is removed again), waiting installations cancelled, this module's bookkeeping
+emptied.
+
+**HookRegistry.** ``HookRegistry.apply_hooks`` patches a target, then walks every attribute of
+every loaded module (``_propagate_patch`` in ``sglang/srt/plugins/hook_registry.py``, 0.5.23) to
+replace ``from X import f`` copies: ~20 ms per target in a scheduler, where ~5,900 modules are
+loaded. The installer therefore gives it only module-level functions, where that walk is the
+point (``sglang/benchmark/one_batch.py`` imports ``_set_envs_and_config`` by name); a method is
+reached through its class, no module holds a copy of it, so class members are wrapped with
+wrapt even when the policy asks for the registry. HookRegistry cannot unregister: tests that
+use it run in subprocesses.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import threading
 from collections.abc import Callable
@@ -22,20 +37,38 @@ from typing import Any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    import inspect
+
     from sglang_eagle_nccl.runtime.patchsets import Hook
 
-# Set by bootstrap: run_hook(hook, original, instance, args, kwargs) -> result.
 Runner = Callable[..., Any]  # runner(hook, original, instance, args, kwargs) -> result
+OnResult = Callable[..., None]  # on_result(hook, mechanism, failure or None)
 
 PLUGIN_NAME = "sglang_eagle_nccl"
+
+
+class _Restore:
+    """How to undo one wrapt installation."""
+
+    __slots__ = ("target", "parent", "attr", "before", "own")
+
+    def __init__(self, target: str, parent: Any, attr: str, before: Any, own: bool) -> None:
+        self.target = target
+        self.parent = parent
+        self.attr = attr
+        self.before = before  # the raw attribute (staticmethod/classmethod objects included)
+        self.own = own  # False: a class only inherited it, so the wrapper is removed, not replaced
 
 
 class InstallState:
     def __init__(self) -> None:
         self.installed: dict[str, str] = {}  # target -> mechanism
         self.failed: dict[str, str] = {}  # target -> reason
-        self.pending: set[str] = set()  # hooks waiting for their module to be imported
-        self.wrapt_restore: list[tuple[Any, str, Any]] = []
+        # target -> token of the installation waiting for its module to be imported; a callback
+        # whose token is no longer here belongs to an installation that was undone.
+        self.pending: dict[str, object] = {}
+        self.mechanisms: dict[str, str] = {}  # target -> mechanism asked for (pending, installed or failed)
+        self.wrapt_restore: list[_Restore] = []
         self.lock = threading.RLock()
 
 
@@ -52,6 +85,8 @@ def _resolve_parent(module: Any, qualname: str) -> tuple[Any, str]:
 
 @functools.lru_cache(maxsize=256)
 def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
+    import inspect
+
     try:
         return inspect.signature(func)
     except (TypeError, ValueError):
@@ -83,55 +118,79 @@ def bind(original: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, A
     return {**{f"arg{i}": a for i, a in enumerate(args)}, **kwargs}
 
 
+def _when_imported(module_name: str, callback: Callable[[Any], None]) -> None:
+    from sglang_eagle_nccl.runtime.import_trigger import after_import
+
+    after_import(module_name, callback)
+
+
 # --- wrapt ------------------------------------------------------------------------------------
 
 
-def install_wrapt(hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | None], None]) -> None:
-    """Register a post-import hook that wraps ``hook.target`` when its module is imported."""
-    import wrapt
-
+def install_wrapt(hook: Hook, runner: Runner, on_result: OnResult) -> None:
+    """Wrap ``hook.target`` with wrapt once its module is imported (at once if it already is)."""
+    token = object()
     with STATE.lock:
         if hook.target in STATE.installed or hook.target in STATE.pending:
             return
-        STATE.pending.add(hook.target)
+        STATE.pending[hook.target] = token
+        STATE.mechanisms[hook.target] = "wrapt"
 
     def when_imported(module: Any) -> None:
         with STATE.lock:
-            if hook.target in STATE.installed:
-                return
-            STATE.pending.discard(hook.target)
-            try:
-                parent, attr = _resolve_parent(module, hook.qualname)
-                before = parent.__dict__.get(attr) if isinstance(parent, type) else getattr(parent, attr)
-                if before is None:
-                    before = getattr(parent, attr)
-            except AttributeError as exc:
-                STATE.failed[hook.target] = f"not found after import: {exc}"
-                on_result(hook, "wrapt", STATE.failed[hook.target])
-                return
+            if STATE.pending.get(hook.target) is not token:
+                return  # undone (uninstall_wrapt) before the module was imported
+            del STATE.pending[hook.target]
+            failure = _wrap(hook, module, runner)
+        on_result(hook, "wrapt", failure)
 
-            def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
-                return runner(hook, wrapped, instance, args, kwargs)
+    _when_imported(hook.module, when_imported)
 
-            wrapt.wrap_function_wrapper(parent, attr, wrapper)
-            STATE.wrapt_restore.append((parent, attr, before))
-            STATE.installed[hook.target] = "wrapt"
-        on_result(hook, "wrapt", None)
 
-    wrapt.register_post_import_hook(when_imported, hook.module)
+def _wrap(hook: Hook, module: Any, runner: Runner) -> str | None:
+    """Apply the wrapper (STATE.lock held). Returns why it could not be applied, or None."""
+    import wrapt
+
+    try:
+        parent, attr = _resolve_parent(module, hook.qualname)
+        own = attr in vars(parent) if isinstance(parent, type) else True
+        # The raw attribute, so that a staticmethod/classmethod goes back as one on uninstall.
+        before = vars(parent)[attr] if own and isinstance(parent, type) else getattr(parent, attr)
+    except (AttributeError, TypeError) as exc:
+        STATE.failed[hook.target] = f"not found after import: {exc}"
+        return STATE.failed[hook.target]
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        return runner(hook, wrapped, instance, args, kwargs)
+
+    wrapt.wrap_function_wrapper(parent, attr, wrapper)
+    STATE.wrapt_restore.append(_Restore(hook.target, parent, attr, before, own))
+    STATE.installed[hook.target] = "wrapt"
+    return None
 
 
 def uninstall_wrapt() -> int:
-    """Remove every wrapt wrapper installed by this module (tests). Returns how many."""
+    """Undo every wrapt installation of this module (tests). Returns how many wrappers were removed.
+
+    Symmetric to :func:`install_wrapt`: each attribute holds exactly the object it held before
+    (an attribute that was only inherited is deleted again), installations still waiting for
+    their module are cancelled, and the bookkeeping forgets every wrapt target, so installing
+    again behaves like the first time. HookRegistry installations stay (SGLang cannot undo them).
+    """
     with STATE.lock:
         count = 0
-        for parent, attr, original in reversed(STATE.wrapt_restore):
-            setattr(parent, attr, original)
+        for entry in reversed(STATE.wrapt_restore):
+            if entry.own:
+                setattr(entry.parent, entry.attr, entry.before)
+            else:
+                delattr(entry.parent, entry.attr)
             count += 1
-        for target, mech in list(STATE.installed.items()):
-            if mech == "wrapt":
-                del STATE.installed[target]
         STATE.wrapt_restore.clear()
+        for target in [t for t, m in STATE.mechanisms.items() if m == "wrapt"]:
+            del STATE.mechanisms[target]
+            STATE.installed.pop(target, None)
+            STATE.pending.pop(target, None)
+            STATE.failed.pop(target, None)
         return count
 
 
@@ -139,12 +198,15 @@ def uninstall_wrapt() -> int:
 
 
 def _is_static(parent: Any, attr: str) -> bool:
-    return isinstance(parent, type) and isinstance(inspect.getattr_static(parent, attr, None), staticmethod)
+    if not isinstance(parent, type):
+        return False
+    for klass in parent.__mro__:  # the raw attribute where lookup finds it (inherited ones too)
+        if attr in vars(klass):
+            return isinstance(vars(klass)[attr], staticmethod)
+    return False
 
 
-def install_hook_registry(
-    hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | None], None], *, apply_now: bool = False
-) -> None:
+def install_hook_registry(hook: Hook, runner: Runner, on_result: OnResult) -> None:
     """Register ``hook`` with SGLang's HookRegistry.
 
     When the target module is not imported yet (an EAGLE worker in a server without
@@ -153,28 +215,28 @@ def install_hook_registry(
     """
     import sys
 
+    token = object()
     with STATE.lock:
         if hook.target in STATE.installed or hook.target in STATE.pending:
             return
+        STATE.mechanisms[hook.target] = "hook_registry"
         if hook.module not in sys.modules:
-            from sglang_eagle_nccl.runtime.import_trigger import after_import
-
-            STATE.pending.add(hook.target)
+            STATE.pending[hook.target] = token
 
             def when_imported(_module: Any) -> None:
                 with STATE.lock:
-                    STATE.pending.discard(hook.target)
+                    if STATE.pending.get(hook.target) is not token:
+                        return
+                    del STATE.pending[hook.target]
                 _register(hook, runner, on_result)
                 apply_hook_registry()
 
-            after_import(hook.module, when_imported)
+            _when_imported(hook.module, when_imported)
             return
     _register(hook, runner, on_result)
-    if apply_now:
-        apply_hook_registry()
 
 
-def _register(hook: Hook, runner: Runner, on_result: Callable[[Hook, str, str | None], None]) -> None:
+def _register(hook: Hook, runner: Runner, on_result: OnResult) -> None:
     import importlib
 
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # type: ignore[import-not-found]

@@ -37,6 +37,9 @@ MODULE = textwrap.dedent(
 
     def set_envs(server_args):
         return "set:" + server_args
+
+    class Sub(Coordinator):
+        pass  # inherits __init__: a wrapper on Sub.__init__ shadows the base class one
     """
 )
 
@@ -48,8 +51,6 @@ def fake_module(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     yield name
     patching.uninstall_wrapt()
-    patching.STATE.pending.clear()
-    patching.STATE.failed.clear()
     sys.modules.pop(name, None)
 
 
@@ -162,3 +163,84 @@ def test_bind_maps_positional_arguments_of_bound_methods_to_names():
         "group_ranks": [[0]], "local_rank": 0, "backend": "gloo", "group_name": "tp",
     }
     assert patching.bind(C.from_cli_args, ("ns",), {}) == {"args": "ns"}
+
+
+# --- uninstall is the exact inverse of install ---------------------------------------------------
+
+TARGETS = ("set_envs", "Coordinator.__init__", "Args.add_cli_args", "Args.from_cli_args", "Sub.__init__", "Nope.__init__")
+
+
+def _namespace(mod) -> dict:
+    """Every attribute of the module and of its classes, as the objects themselves (compared with `is`)."""
+    snap = {("module", k): v for k, v in vars(mod).items()}
+    for cls in (mod.Coordinator, mod.Args, mod.Sub):
+        snap.update({(cls.__name__, k): v for k, v in vars(cls).items()})
+    return snap
+
+
+def _bookkeeping() -> tuple:
+    s = patching.STATE
+    return (dict(s.installed), dict(s.failed), dict(s.pending), dict(s.mechanisms), list(s.wrapt_restore))
+
+
+def _exercise(mod) -> None:
+    mod.set_envs("a")
+    mod.Coordinator([[0]], 0, "gloo")
+    mod.Sub([[0]], 0, "gloo", group_name="sub")
+    mod.Args.add_cli_args([])
+    mod.Args.from_cli_args("ns")
+
+
+def test_uninstall_is_symmetric_to_install(fake_module):
+    mod = importlib.import_module(fake_module)
+    before, state_before = _namespace(mod), _bookkeeping()
+    calls, failures = [], []
+
+    def runner(hook, original, instance, args, kwargs):
+        calls.append(hook.qualname)
+        return original(*args, **kwargs)
+
+    for qual in TARGETS:
+        patching.install_wrapt(_hook(fake_module, qual), runner, lambda h, m, f: failures.append(f) if f else None)
+    _exercise(mod)
+    assert sorted(set(calls)) == sorted(t for t in TARGETS if t != "Nope.__init__")
+    assert "__init__" in vars(mod.Sub)  # the wrapper shadows the inherited __init__ ...
+    assert len(failures) == 1 and patching.STATE.failed
+
+    assert patching.uninstall_wrapt() == 5
+    assert "__init__" not in vars(mod.Sub)  # ... and is removed again, not replaced by a copy
+    after = _namespace(mod)
+    assert after.keys() == before.keys()
+    assert all(after[k] is before[k] for k in before), [k for k in before if after[k] is not before[k]]
+    assert isinstance(vars(mod.Args)["add_cli_args"], staticmethod) and isinstance(vars(mod.Args)["from_cli_args"], classmethod)
+    assert _bookkeeping() == state_before == ({}, {}, {}, {}, [])
+    calls.clear()
+    _exercise(mod)
+    assert calls == []  # nothing of the plugin left on the call path
+
+
+def test_uninstall_cancels_installations_waiting_for_their_module(fake_module):
+    stale, fresh = [], []
+    patching.install_wrapt(_hook(fake_module, "set_envs"), lambda h, o, i, a, k: stale.append(a) or o(*a, **k), lambda *a: None)
+    assert fake_module not in sys.modules and patching.STATE.pending
+    assert patching.uninstall_wrapt() == 0
+    assert _bookkeeping() == ({}, {}, {}, {}, [])
+    mod = importlib.import_module(fake_module)
+    assert not patching.is_wrapped(mod.set_envs)
+    mod.set_envs("x")
+    assert stale == []
+    # Installing again behaves like the first time, with the new runner only.
+    patching.install_wrapt(_hook(fake_module, "set_envs"), lambda h, o, i, a, k: fresh.append(a) or o(*a, **k), lambda *a: None)
+    assert mod.set_envs("y") == "set:y" and fresh == [("y",)] and stale == []
+
+
+def test_install_uninstall_cycles_restore_the_same_objects(fake_module):
+    mod = importlib.import_module(fake_module)
+    before = _namespace(mod)
+    for _ in range(3):
+        for qual in TARGETS[:-1]:
+            patching.install_wrapt(_hook(fake_module, qual), lambda h, o, i, a, k: o(*a, **k), lambda *a: None)
+        assert patching.is_wrapped(mod.Coordinator.__init__) and patching.is_wrapped(mod.set_envs)
+        assert patching.uninstall_wrapt() == 5
+        after = _namespace(mod)
+        assert after.keys() == before.keys() and all(after[k] is before[k] for k in before)
