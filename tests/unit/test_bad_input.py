@@ -164,7 +164,7 @@ FILE_CASES = [
     ("[nodes.1.env]\nNCCL_PROTO = 'LL'", "NCCL_PROTO", "every rank of a communicator must hold the same",
      "move NCCL_PROTO to [env]; per-node sections are for node-local variables such as NCCL_SOCKET_IFNAME, "
      "NCCL_IB_HCA, NCCL_TOPO_FILE"),
-    ("[nodes.x.env]\nNCCL_SOCKET_IFNAME = 'eth0'", "nodes.x", "keyed by node rank", "write [nodes.0.env]"),
+    ("[nodes.x.env]\nNCCL_SOCKET_IFNAME = 'eth0'", "nodes.x", "keyed by node rank", "write [nodes.0.env], [nodes.1.env], ..."),
     ("[policy]\nconsistency = 'maybe'", "policy.consistency", "error, warn or off", 'write consistency = "error"'),
     ("[policy]\nmystery = 1", "policy.mystery", "unknown policy option",
      "use one of: allow_partial, allow_unknown, audit_dir, audit_required, consistency, consistency_timeout_s, "
