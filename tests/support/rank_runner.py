@@ -102,12 +102,39 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
             rank=rank, world_size=world, local_rank=rank, tp_size=world, dp_attention=False, backend="gloo",
             init_method=f"tcp://127.0.0.1:{port}", device="cpu", dist_port=port,
         )
-        q.put({"rank": rank, "status": "ok", "elapsed": time.monotonic() - start})
+        _report(q, {"rank": rank, "status": "ok", "elapsed": time.monotonic() - start})
+        _wait_for_peers()
     except BaseException as exc:  # noqa: BLE001
         now = time.monotonic()
-        q.put({"rank": rank, "status": "error", "type": type(exc).__name__, "message": str(exc), "tb": traceback.format_exc(),
-               "elapsed": now - start if "start" in dir() else None,
-               "check_elapsed": now - checks_started[-1] if "checks_started" in dir() and checks_started else None})
+        _report(q, {"rank": rank, "status": "error", "type": type(exc).__name__, "message": str(exc),
+                    "tb": traceback.format_exc(), "elapsed": now - start if "start" in dir() else None,
+                    "check_elapsed": now - checks_started[-1] if "checks_started" in dir() and checks_started else None})
+
+
+def _report(q: Any, result: dict[str, Any]) -> None:
+    # Flush before anything else can happen: a rank whose check thread is still blocked in a gloo
+    # collective may hang while the interpreter shuts down, and the queue's feeder thread would
+    # then never send the result.
+    q.put(result)
+    q.close()
+    q.join_thread()
+
+
+def _wait_for_peers(timeout_s: float = 60.0) -> None:
+    """Keep a finished rank alive until every rank has finished building its groups.
+
+    Rank 0 hosts the rendezvous store: if it exited as soon as its own groups were built, a slower
+    peer still creating a group would lose the store ("Broken pipe"), which no real SGLang rank
+    does to its peers. Bounded, and a peer that failed or was stopped only makes this wait end.
+    """
+    from datetime import timedelta
+
+    try:
+        import torch.distributed as dist
+
+        dist.monitored_barrier(timeout=timedelta(seconds=timeout_s), wait_all_ranks=True)
+    except Exception:  # noqa: BLE001 - the result is already reported; this only delays exit
+        pass
 
 
 def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
