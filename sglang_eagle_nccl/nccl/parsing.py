@@ -240,13 +240,10 @@ def check_bool(name: str, value: str) -> list[Finding]:
     if value in ("0", "1"):
         return []
     read = strtoll0(value).value
-    return [
-        error(
-            name, value,
-            f"must be 0 or 1; NCCL reads it with strtoll, so {value!r} means {read}",
-            f"use {name}=1 to enable or {name}=0 to disable",
-        )
-    ]
+    # For NCCL_*_DISABLE switches 1 turns the feature off: say what each value does.
+    fix = (f"use {name}=1 to disable or {name}=0 to leave enabled" if name.endswith("_DISABLE")
+           else f"use {name}=1 to enable or {name}=0 to disable")
+    return [error(name, value, f"must be 0 or 1; NCCL reads it with strtoll, so {value!r} means {read}", fix)]
 
 
 def check_choice(name: str, value: str, choices: Sequence[str], case_sensitive: bool) -> list[Finding]:

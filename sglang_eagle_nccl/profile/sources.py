@@ -73,9 +73,12 @@ def _value_to_str(name: str, value: Any, where: str, findings: list[Finding]) ->
     # TOML integers are accepted (NCCL_BUFFSIZE = 16777216); booleans and floats are not,
     # because NCCL would read "true" as 0 and "1.5" as 1.
     if isinstance(value, bool):
-        findings.append(
-            error(name, str(value).lower(), f"{where}: TOML booleans are not NCCL values", f'write {name} = "{int(value)}"')
-        )
+        from sglang_eagle_nccl.nccl.variables import lookup
+
+        # "1"/"0" only fixes an on/off switch: NCCL_PROTO = true needs a protocol list, not "1".
+        spec = lookup(name) if isinstance(name, str) else None
+        fix = f'write {name} = "{int(value)}"' if spec is not None and spec.kind == "bool" else f'write {name} = "<value>"'
+        findings.append(error(name, str(value).lower(), f"{where}: TOML booleans are not NCCL values", fix))
         return None
     if isinstance(value, int):
         return str(value)

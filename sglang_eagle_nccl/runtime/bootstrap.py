@@ -14,7 +14,10 @@ once SGLang is imported. Any failure refuses SGLang in that process (fail closed
 
 from __future__ import annotations
 
+import sys
+
 from sglang_eagle_nccl import names
+from sglang_eagle_nccl.errors import PluginStop
 from sglang_eagle_nccl.log import log
 from sglang_eagle_nccl.runtime import activation
 from sglang_eagle_nccl.runtime.refusal import message_of, refuse_sglang
@@ -42,6 +45,10 @@ def _install_after_import(_module: Any) -> None:
         native.sync()
     except BaseException as exc:
         log(message_of(exc))
+        if isinstance(exc, PluginStop) and names.is_sglang_server_cli(list(getattr(sys, "orig_argv", sys.argv))):
+            # SGLang's own server CLI is a launcher: refused with exit 2 and the message above,
+            # not a traceback out of `import sglang` (the Engine API's caller gets the exception).
+            raise SystemExit(2) from None
         raise
 
 

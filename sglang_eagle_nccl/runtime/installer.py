@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 
+from sglang_eagle_nccl.errors import PluginStop
 from sglang_eagle_nccl.log import log
 from sglang_eagle_nccl.runtime import patching
 from sglang_eagle_nccl.runtime.hooks import run_hook
@@ -82,6 +83,15 @@ def installed_sglang_version() -> str:
         return getattr(sys.modules.get("sglang"), "__version__", None) or "0"
 
 
+def _cli_allows_partial() -> bool:
+    """SGLang's server CLI given ``--nccl-allow-partial``: the patch set is chosen at ``import sglang``,
+    before SGLang parses its arguments, so with the gate set the flag would come too late."""
+    from sglang_eagle_nccl.names import is_sglang_server_cli
+
+    argv = list(getattr(sys, "orig_argv", sys.argv))
+    return is_sglang_server_cli(argv) and "--nccl-allow-partial" in argv
+
+
 def select() -> Selection:
     """The patch set for the installed SGLang; an untested release must pass the source check."""
     from sglang_eagle_nccl.runtime import manifest_index
@@ -95,14 +105,17 @@ def select() -> Selection:
         from sglang_eagle_nccl.runtime import patchsets
 
         selection = patchsets.select(installed)
+    missing_required: list[str] = []
     if not selection.tested:
         from sglang_eagle_nccl.runtime import patchsets
 
         root = patchsets.installed_root()
         if root is not None:
             coverage = patchsets.check_coverage(selection, root, cli=STATE.cli_hooks)
-            patchsets.require_coverage(coverage, allow_partial=bool(STATE.policy.get("allow_partial")))
+            allow_partial = bool(STATE.policy.get("allow_partial")) or _cli_allows_partial()
+            patchsets.require_coverage(coverage, allow_partial=allow_partial)
             uncovered = [c.to_dict() for c in coverage.missing_required + coverage.missing_optional]
+            missing_required = [c.target for c in coverage.missing_required]
     STATE.selection = selection
     STATE.uncovered.extend(uncovered)
     if STATE.audit is not None:
@@ -115,9 +128,12 @@ def select() -> Selection:
             uncovered=uncovered,
         )
     if not selection.tested:
+        optional = len(uncovered) - len(missing_required)
         log(
-            f"{selection.why_untested}; all required targets were found in its source"
-            + (f", {len(uncovered)} uncovered (allow_partial)" if uncovered else "")
+            f"{selection.why_untested}; "
+            + (f"running with {len(missing_required)} required hook target(s) missing (allow_partial): "
+               + ", ".join(missing_required) if missing_required else "all required targets were found in its source")
+            + (f"; {optional} optional target(s) uncovered" if optional else "")
         )
     return selection
 
@@ -156,7 +172,13 @@ def install_patches(*, from_entry_point: bool = False) -> None:
         # (not custom scripts, SGLang's benchmark scripts or Ray actors) and scans every loaded
         # module once per target. The default installs the same hooks with wrapt everywhere.
         use_registry = STATE.policy.get("mechanism", "auto") == "hook_registry"
+        # Targets the source check rejected (allow_partial) stay unhooked: attribute lookup could
+        # still find something under that name (a removed __init__ resolves to a base class's),
+        # and hooking that would record a hook on code that is not the target.
+        rejected = {u.get("target") for u in STATE.uncovered if u.get("ok") is False}
         for hook in patch_set.hooks_for(version, cli=False):
+            if hook.target in rejected:
+                continue
             mechanism = mechanism_for(hook, patch_set.mechanism_of(hook) if use_registry else (hook.mechanism or "wrapt"))
             if mechanism == "hook_registry":
                 if register_now:
@@ -223,7 +245,13 @@ def _run_cli_hook(hook: Hook, original: Any, instance: Any, args: tuple, kwargs:
     """A launch-flag hook, then the patch set once the flags activated the plugin in this process."""
     result = run_hook(hook, original, instance, args, kwargs)
     if STATE.active and not STATE.patches_installed and hook.handler == "cli_capture":
-        install_patches()
+        try:
+            install_patches()
+        except PluginStop as exc:
+            # Same policy as a flag that cannot be applied (hook_cli.activate_from_cli): the launch
+            # flags asked for a profile that cannot be in force here, so exit 2, without a traceback.
+            log(str(exc))
+            raise SystemExit(2) from None
     return result
 
 

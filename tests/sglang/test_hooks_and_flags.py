@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,10 @@ import pytest
 from packaging.version import Version
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv", "barrier")
+# The plugin supports wrapt 1.17 and 2.x. A tier that must run a given series (CI's wrapt-1.17
+# tier: wrapt installed into an overlay of the SGLang venv, shadowing its 2.x) names it here, and
+# the hooks test fails unless SGLang's processes really ran that wrapt.
+WRAPT_SERIES_VAR = "SGLANG_EAGLE_NCCL_TEST_WRAPT"
 
 
 def _run(code: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -50,6 +55,8 @@ INSPECT = """
         "hot_names": sorted(hot),
         "installed": P.installed,
     }
+    import wrapt
+    out["wrapt"] = [wrapt.__version__, wrapt.__file__]
     print(json.dumps(out))
 """.replace("COLLECTIVES_PLACEHOLDER", repr(COLLECTIVES))
 
@@ -81,6 +88,13 @@ def test_hooks_installed_on_real_modules_and_hot_path_untouched(plugin_env, sgla
         expected = dict.fromkeys(sglang_targets, "wrapt")
     assert sglang_targets and sglang_targets == expected, out["installed"]
     assert {out["installed"].get(t) for t in cli} == {"wrapt"}, out["installed"]
+    # Which wrapt installed those hooks: the one this tier's interpreter resolves (children see the
+    # same sys.path), and the series the tier asked for, if it asked.
+    ran, where = out["wrapt"]
+    assert ran == version("wrapt"), (ran, where)
+    series = os.environ.get(WRAPT_SERIES_VAR)
+    if series:
+        assert Version(ran).release[:2] == Version(series).release[:2], (ran, where, series)
 
 
 def test_plugin_not_enabled_installs_nothing(plugin_env):
@@ -125,22 +139,25 @@ def test_sglang_serve_help_lists_flags(plugin_env, sglang_version):
 
 
 @pytest.mark.parametrize(
-    "args,fragment",
+    "args,fragment,fix",
     [
-        (["--nccl-env", "NCCL_BUFFSIZE=4M"], "NCCL_BUFFSIZE=4194304"),
-        (["--nccl-profile", "no-such-profile"], "no built-in profile"),
-        (["--nccl-env", "LD_PRELOAD=/tmp/x.so"], "NCCL_* and TORCH_NCCL_*"),
-        (["--nccl-env", "NCCL_PROTO"], "KEY=VALUE"),
+        (["--nccl-env", "NCCL_BUFFSIZE=4M"], "NCCL_BUFFSIZE='4M'", "write the byte count, e.g. NCCL_BUFFSIZE=4194304"),
+        (["--nccl-profile", "no-such-profile"], "no built-in profile",
+         "use a built-in profile (audit-only, debug, pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file"),
+        (["--nccl-env", "LD_PRELOAD=/tmp/x.so"], "NCCL_* and TORCH_NCCL_*",
+         "set other variables in your shell or service definition, not in an NCCL profile"),
+        (["--nccl-env", "NCCL_PROTO"], "KEY=VALUE", "write NCCL_PROTO=<value>, e.g. --nccl-env NCCL_PROTO=LL"),
     ],
 )
-def test_bad_launch_flags_exit_2_before_anything_starts(plugin_env, tmp_path, sglang_version, args, fragment):
+def test_bad_launch_flags_exit_2_before_anything_starts(plugin_env, tmp_path, sglang_version, args, fragment, fix):
+    assert fix not in " ".join(args)  # the plugin's own fix, not the flag echoed back
     env = dict(plugin_env) if sglang_version.release >= NATIVE else dict(plugin_env, SGLANG_EAGLE_NCCL="1")
     proc = subprocess.run(
         [sys.executable, "-W", "ignore", "-m", "sglang.launch_server", "--model-path", str(tmp_path / "none"), *args],
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert fragment in proc.stderr
-    assert "nothing was applied" in proc.stderr
+    assert fragment in proc.stderr and f"Fix: {fix}" in proc.stderr, proc.stderr[-2000:]
+    assert "nothing was applied" in proc.stderr and "Traceback" not in proc.stderr
     if sglang_version.release >= NATIVE:
         assert not (tmp_path / "audit").exists()  # no launch directory: nothing started

@@ -4,7 +4,8 @@ Each rank is a real ``multiprocessing`` spawn child; the plugin activates in it 
 SGLang's schedulers (the installed ``.pth`` bootstrap reads the serialised profile from the
 environment). Per-rank environment differences emulate a rank whose NCCL settings differ
 (another node, a stray export); ``die_in_check`` makes one rank die (SIGKILL) at the moment
-its consistency check for a group starts, as a crashed peer would.
+its consistency check for a group starts, as a crashed peer would; ``stall_in_check`` makes one
+rank stop (SIGSTOP: alive, sockets open, never answering) inside that check, as a hung peer would.
 """
 
 from __future__ import annotations
@@ -25,7 +26,43 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_check: str | None, q: Any) -> None:
+def _stall_inside_check(group: str, where: str) -> None:
+    """From now on, this rank stops itself inside the consistency check of ``group``.
+
+    ``where="barrier"``: before the check's monitored barrier (the peers wait there);
+    ``where="all_gather"``: after the barrier and the all-gather of the payload sizes, just as
+    the payloads themselves are exchanged (the peers are inside the all-gather). SIGSTOP keeps
+    the process and its gloo connections alive: the peers see silence, not a closed socket.
+    """
+    from sglang_eagle_nccl.audit import consistency
+
+    original = consistency.check_group
+
+    def stalling(cpu_group: Any, group_name: str, env: Any, **kw: Any) -> Any:
+        if group_name == group:
+            if where == "barrier":
+                os.kill(os.getpid(), signal.SIGSTOP)
+            else:
+                import torch.distributed.distributed_c10d as c10d
+
+                real_all_gather = c10d.all_gather
+                calls = []
+
+                def all_gather(*args: Any, **kwargs: Any) -> Any:
+                    # all_gather_object: sizes first (1st call), then the pickled payloads (2nd).
+                    calls.append(None)
+                    if len(calls) == 2:
+                        os.kill(os.getpid(), signal.SIGSTOP)
+                    return real_all_gather(*args, **kwargs)
+
+                c10d.all_gather = all_gather
+        return original(cpu_group, group_name, env, **kw)
+
+    consistency.check_group = stalling
+
+
+def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_check: str | None, q: Any,
+          stall_in_check: tuple[str, str] | None = None) -> None:
     os.environ.update(extra_env)
     try:
         from sglang_eagle_nccl.audit import consistency
@@ -47,6 +84,17 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
                 return original(cpu_group, group_name, env, **kw)
 
             consistency.check_group = dying
+        if stall_in_check:
+            _stall_inside_check(*stall_in_check)
+        # When this rank's latest check began: a rank that fails reports how long that check took.
+        checks_started: list[float] = []
+        inner_check = consistency.check_group
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            checks_started.append(time.monotonic())
+            return inner_check(*args, **kwargs)
+
+        consistency.check_group = timed
         from sglang_eagle_nccl.launchers.sglang_init import init_groups
 
         start = time.monotonic()
@@ -54,9 +102,39 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
             rank=rank, world_size=world, local_rank=rank, tp_size=world, dp_attention=False, backend="gloo",
             init_method=f"tcp://127.0.0.1:{port}", device="cpu", dist_port=port,
         )
-        q.put({"rank": rank, "status": "ok", "elapsed": time.monotonic() - start})
+        _report(q, {"rank": rank, "status": "ok", "elapsed": time.monotonic() - start})
+        _wait_for_peers()
     except BaseException as exc:  # noqa: BLE001
-        q.put({"rank": rank, "status": "error", "type": type(exc).__name__, "message": str(exc), "tb": traceback.format_exc(), "elapsed": time.monotonic() - start if "start" in dir() else None})
+        now = time.monotonic()
+        _report(q, {"rank": rank, "status": "error", "type": type(exc).__name__, "message": str(exc),
+                    "tb": traceback.format_exc(), "elapsed": now - start if "start" in dir() else None,
+                    "check_elapsed": now - checks_started[-1] if "checks_started" in dir() and checks_started else None})
+
+
+def _report(q: Any, result: dict[str, Any]) -> None:
+    # Flush before anything else can happen: a rank whose check thread is still blocked in a gloo
+    # collective may hang while the interpreter shuts down, and the queue's feeder thread would
+    # then never send the result.
+    q.put(result)
+    q.close()
+    q.join_thread()
+
+
+def _wait_for_peers(timeout_s: float = 60.0) -> None:
+    """Keep a finished rank alive until every rank has finished building its groups.
+
+    Rank 0 hosts the rendezvous store: if it exited as soon as its own groups were built, a slower
+    peer still creating a group would lose the store ("Broken pipe"), which no real SGLang rank
+    does to its peers. Bounded, and a peer that failed or was stopped only makes this wait end.
+    """
+    from datetime import timedelta
+
+    try:
+        import torch.distributed as dist
+
+        dist.monitored_barrier(timeout=timedelta(seconds=timeout_s), wait_all_ranks=True)
+    except Exception:  # noqa: BLE001 - the result is already reported; this only delays exit
+        pass
 
 
 def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
@@ -77,9 +155,14 @@ def run_ranks(
     base_env: dict[str, str],
     per_rank_env: dict[int, dict[str, str]] | None = None,
     die_in_check: tuple[int, str] | None = None,
+    stall_in_check: tuple[int, str, str] | None = None,
     timeout: float = 240.0,
 ) -> dict[int, dict[str, Any]]:
-    """Spawn ``world`` ranks; return each rank's report (ranks that died report nothing)."""
+    """Spawn ``world`` ranks; return each rank's report (ranks that died or stalled report nothing).
+
+    ``stall_in_check=(rank, group, where)``: see :func:`_stall_inside_check`; the stalled rank is
+    killed once the others have reported.
+    """
     from sglang_eagle_nccl.runtime.environ import put_back
 
     per_rank_env = per_rank_env or {}
@@ -92,14 +175,15 @@ def run_ranks(
     try:
         for r in range(world):
             die = die_in_check[1] if die_in_check and die_in_check[0] == r else None
-            p = ctx.Process(target=_rank, args=(r, world, port, per_rank_env.get(r, {}), die, q))
+            stall = (stall_in_check[1], stall_in_check[2]) if stall_in_check and stall_in_check[0] == r else None
+            p = ctx.Process(target=_rank, args=(r, world, port, per_rank_env.get(r, {}), die, q, stall))
             p.start()
             procs.append(p)
     finally:
         put_back(saved)
     results: dict[int, dict[str, Any]] = {}
     deadline = time.monotonic() + timeout
-    expected = world - (1 if die_in_check else 0)
+    expected = world - (1 if die_in_check else 0) - (1 if stall_in_check else 0)
     while len(results) < expected and time.monotonic() < deadline:
         try:
             item = q.get(timeout=1)

@@ -101,15 +101,22 @@ def test_no_launch_directory_is_an_error_naming_the_variable():
     assert f.variable == "NCCL_DEBUG_FILE" and "has none" in f.rule and "absolute path" in f.fix
 
 
+PLACEHOLDER_FIX = "write NCCL_DEBUG_FILE={audit_dir}/nccl.%h.%p.log"
+
+
 @pytest.mark.parametrize(
-    "name,value,run_dir",
+    "name,value,run_dir,fix",
     [
-        ("NCCL_TOPO_FILE", "{audit_dir}/topo.xml", "/r"),
-        ("NCCL_DEBUG_FILE", "/x/{audit_dir}/n.%p", "/r"),
-        ("NCCL_DEBUG_FILE", "{audit_dir}/../n.%p", "/r"),
-        ("NCCL_DEBUG_FILE", "{audit_dir}/n.%p", "relative/run"),
+        ("NCCL_TOPO_FILE", "{audit_dir}/topo.xml", "/r", f"{PLACEHOLDER_FIX}, or use a literal path in NCCL_TOPO_FILE"),
+        ("NCCL_DEBUG_FILE", "/x/{audit_dir}/n.%p", "/r", f"{PLACEHOLDER_FIX}, or use a literal path in NCCL_DEBUG_FILE"),
+        ("NCCL_DEBUG_FILE", "{audit_dir}/../n.%p", "/r", PLACEHOLDER_FIX),
+        ("NCCL_DEBUG_FILE", "{audit_dir}/n.%p", "relative/run",
+         "let the plugin create the launch directory (do not set SGLANG_EAGLE_NCCL_RUN_DIR by hand)"),
     ],
 )
-def test_misplaced_placeholder_or_bad_run_dir_is_refused(name, value, run_dir):
-    with pytest.raises(ProfileError):
+def test_misplaced_placeholder_or_bad_run_dir_is_refused(name, value, run_dir, fix):
+    assert fix not in value
+    with pytest.raises(ProfileError) as info:
         expand_placeholders(name, value, run_dir)
+    (finding,) = info.value.errors
+    assert finding.variable == name and finding.fix == fix, finding

@@ -14,6 +14,20 @@ from sglang_eagle_nccl.profile import wire
 from sglang_eagle_nccl.profile.resolve import resolve
 
 FORBIDDEN = ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH", "PYTHONPATH", "PYTHONSTARTUP", "CUDA_VISIBLE_DEVICES", "SGLANG_NCCL_SO_PATH", "NCCL", "NCCL_", "TORCH_NCCL", "nccl_debug", "NCCL_DEBUG\nLD_PRELOAD"]
+NOT_NCCL = "set other variables in your shell or service definition, not in an NCCL profile"
+UNSET_WIRE = (
+    "unset SGLANG_EAGLE_NCCL_PROFILE; sglang-eagle-nccl writes it for the processes it starts "
+    "(`sglang-eagle-nccl env` prints a fresh one)"
+)
+
+
+def _fix_for(name: str) -> str:
+    """The fix the plugin writes for a forbidden name (a lower-case NCCL name gets its spelling)."""
+    return "write NCCL_DEBUG" if name == "nccl_debug" else NOT_NCCL
+
+
+def _fixes(info: pytest.ExceptionInfo) -> list[str]:
+    return [f.fix for f in info.value.errors]
 
 
 @pytest.mark.parametrize("name", FORBIDDEN)
@@ -22,16 +36,21 @@ def test_toml_sections_never_set_non_nccl(tmp_path, name, where):
     section = {"env": "[env]", "group": "[groups.tp.env]", "node": "[nodes.0.env]"}[where]
     f = tmp_path / "p.toml"
     f.write_text(f"{section}\n{json.dumps(name)} = \"x\"\n")
-    with pytest.raises(ProfileError):
+    with pytest.raises(ProfileError) as info:
         resolve([str(f)], use_environ=False)
+    assert _fix_for(name) in _fixes(info)
 
 
 @pytest.mark.parametrize("name", FORBIDDEN)
 def test_flags_and_plugin_env_never_set_non_nccl(name):
-    with pytest.raises(ProfileError):
+    with pytest.raises(ProfileError) as info:
         resolve(env_flags=[f"{name}=x"], use_environ=False)
-    with pytest.raises(ProfileError):
+    assert _fix_for(name) in _fixes(info)
+    with pytest.raises(ProfileError) as info:
         resolve(environ={"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_ENV": f"{name}=x"})
+    # SGLANG_EAGLE_NCCL_ENV splits on newlines too: the smuggled LD_PRELOAD line is refused itself.
+    refused = "LD_PRELOAD" if "\n" in name else name
+    assert any(f.variable == refused and f.fix == _fix_for(refused) for f in info.value.errors), info.value.errors
 
 
 @pytest.mark.parametrize("name", FORBIDDEN)
@@ -47,8 +66,9 @@ def test_serialised_profile_never_sets_non_nccl(name, section):
     # Signed with this user's own key or not signed at all: a non-NCCL name never gets through.
     for key in (None, b""):
         text = wire.encode(data, inputs={}, run_dir=None, key=key)
-        with pytest.raises(ProfileError):
+        with pytest.raises(ProfileError) as info:
             wire.decode(text, {})
+        assert _fixes(info) == [UNSET_WIRE]
 
 
 def test_profile_values_are_never_expanded(tmp_path, monkeypatch):
