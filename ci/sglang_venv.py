@@ -58,7 +58,7 @@ PINS_DIR = Path(__file__).resolve().parent / "sglang_venv_pins"
 STANDINS_ENV_VAR = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
 STAMP_NAME = "sglang-venv.stamp.json"
 # Bump when the way a venv is laid out changes (not its package lists: those are hashed anyway).
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 
 TORCH_PIN = "torch==2.13.0+cpu"
 # The PyPI torchvision wheel is built against CUDA torch; imported against CPU torch it only works
@@ -302,8 +302,10 @@ def _link_base_scripts(venv: Path) -> None:
         if script.exists():
             continue
         module, func = target.split(":")
-        script.write_text(f"#!{venv_python(venv)}\nimport sys\nfrom {module} import {func}\n"
-                          f"sys.exit({func}())\n")
+        # The __main__ guard matters: a multiprocessing "spawn" child imports the parent's main
+        # module, and without it every child of a test would start a pytest session of its own.
+        script.write_text(f"#!{venv_python(venv)}\nimport sys\nfrom {module} import {func}\n\n"
+                          f"if __name__ == \"__main__\":\n    sys.exit({func}())\n")
         script.chmod(0o755)
 
 
