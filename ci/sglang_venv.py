@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build one cached virtual environment per SGLang version for CPU testing.
 
-    python3 ci/sglang_venv.py build 0.5.23 [--plugin-wheel PATH] [--force]
+    python3 ci/sglang_venv.py build 0.5.23 [0.5.4 ...] [--plugin-wheel PATH] [--force]
     python3 ci/sglang_venv.py path 0.5.23          # prints the venv directory
     python3 ci/sglang_venv.py freeze 0.5.23        # rewrites ci/sglang_venv_pins/sglang-0.5.23.txt
     python3 ci/sglang_venv.py versions             # the versions this script knows
@@ -17,9 +17,18 @@ them in every interpreter of the venv -- spawned SGLang children included -- whe
 Why ``--no-deps``: SGLang's own requirements pull a CUDA torch and GPU kernels (several GB). Every pip
 call gets a constraints file that pins torch to the CPU build, so no dependency can drag CUDA torch in.
 
+One shared base: torch, torchvision and triton (about 1.2 GB installed, a minute or two to unpack and
+byte-compile each time) and the dependency set of the newest release (``BASE_VERSION``) are installed
+once, into ``venvs/base``. Each version's venv sees the base through a ``.pth`` line
+(``site.addsitedir``: after the venv's own site-packages, its ``.pth`` files processed too), so pip in
+that venv finds torch and the rest already installed and adds only what the version pins differently
+(transformers, openai, xgrammar ...: about 10 packages) and SGLang itself. A version's own copy of a
+package shadows the base's. The 92 of ~100 pinned packages that every version shares are installed
+once instead of four times.
+
 Caching: a stamp file in the venv holds a hash of everything that decides its installed packages
-(version, dependency lists, pins, this script's layout version, the Python version) and a hash of the
-stand-in source. When the package hash matches, ``build`` reuses the venv without touching the network;
+(version, dependency lists, pins, this script's layout version, the Python version, the base's own
+hash) and a hash of the stand-in source. When the package hash matches, ``build`` reuses the venv without touching the network;
 if only the stand-ins changed it re-copies them (a second, not a rebuild).
 
 Standard library only: this script has to run before any venv exists.
@@ -38,7 +47,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +58,7 @@ PINS_DIR = Path(__file__).resolve().parent / "sglang_venv_pins"
 STANDINS_ENV_VAR = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
 STAMP_NAME = "sglang-venv.stamp.json"
 # Bump when the way a venv is laid out changes (not its package lists: those are hashed anyway).
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 3
 
 TORCH_PIN = "torch==2.13.0+cpu"
 # The PyPI torchvision wheel is built against CUDA torch; imported against CPU torch it only works
@@ -137,11 +148,26 @@ VERSIONS: dict[str, VersionSpec] = {
 }
 
 
+# The base venv holds the dependency set of this release (its pins decide the versions); it is the
+# release the most test tiers run on, so its venv adds nothing but SGLang and xgrammar.
+BASE_VERSION = "0.5.23"
+BASE_NAME = "base"
+BASE_PTH_NAME = "00-sglang-base.pth"
+
+
+def base_spec() -> VersionSpec:
+    """What the shared base holds: torch + the newest release's dependencies and triton, no SGLang."""
+    newest = VERSIONS[BASE_VERSION]
+    return VersionSpec(BASE_NAME, newest.deps, no_deps=(TRITON_PIN,))
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("SGLANG_EAGLE_NCCL_CACHE") or Path.home() / ".cache" / "sglang-eagle-nccl")
 
 
 def venv_dir(version: str) -> Path:
+    if version == BASE_NAME:
+        return cache_dir() / "venvs" / BASE_NAME
     return cache_dir() / "venvs" / f"sglang-{version}"
 
 
@@ -150,7 +176,7 @@ def venv_python(venv: Path) -> Path:
 
 
 def pins_file(version: str) -> Path:
-    return PINS_DIR / f"sglang-{version}.txt"
+    return PINS_DIR / f"sglang-{BASE_VERSION if version == BASE_NAME else version}.txt"
 
 
 def _log(version: str, message: str) -> None:
@@ -169,10 +195,11 @@ def _run(cmd: list[str], *, version: str, what: str, env: dict[str, str] | None 
     _log(version, f"{what}: done in {elapsed:.1f}s")
 
 
-def stamp_payload(spec: VersionSpec, python: str) -> dict[str, object]:
-    """Everything that decides a venv's content; its hash is the cache key."""
+def stamp_payload(spec: VersionSpec, python: str, base_hash: str | None = None) -> dict[str, object]:
+    """Everything that decides a venv's content; its hash is the cache key. A version's venv also
+    depends on the base it layers over (``base_hash``): a rebuilt base rebuilds it."""
     pins = pins_file(spec.version)
-    return {
+    payload: dict[str, object] = {
         "layout": LAYOUT_VERSION,
         "sglang": spec.version,
         "python": python,
@@ -181,6 +208,9 @@ def stamp_payload(spec: VersionSpec, python: str) -> dict[str, object]:
         "no_deps": list(spec.no_deps),
         "pins": pins.read_text() if pins.is_file() else "",
     }
+    if base_hash is not None:
+        payload["base"] = base_hash
+    return payload
 
 
 def standins_hash() -> str:
@@ -212,21 +242,38 @@ def _python_tag(python: str) -> str:
     return out.stdout.strip()
 
 
+def _complete_wheel(path: Path) -> bool:
+    """A wheel another process (ci/matrix.py's ``pip download``) may still be writing has no zip
+    central directory yet: only a file that opens as a zip counts."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return bool(zf.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def sglang_wheel(version: str) -> Path:
-    """The SGLang wheel from the shared wheel cache; downloaded (no deps) if missing."""
+    """The SGLang wheel from the shared wheel cache; downloaded (no deps) if missing.
+
+    Downloaded into a private directory and renamed into the cache, so a concurrent reader (the
+    compatibility matrix, another build) never sees half a file from here."""
     wheels = cache_dir() / "wheels"
-    found = sorted(glob.glob(str(wheels / f"sglang-{version}-*.whl")))
-    if found:
-        return Path(found[-1])
+    found = [Path(f) for f in sorted(glob.glob(str(wheels / f"sglang-{version}-*.whl")))]
+    complete = [f for f in found if _complete_wheel(f)]
+    if complete:
+        return complete[-1]
     wheels.mkdir(parents=True, exist_ok=True)
-    _run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", f"sglang=={version}", "-d", str(wheels)],
-        version=version, what=f"downloading the sglang {version} wheel",
-    )
-    found = sorted(glob.glob(str(wheels / f"sglang-{version}-*.whl")))
-    if not found:
-        sys.exit(f"[sglang-venv {version}] pip download left no sglang-{version}-*.whl in {wheels}")
-    return Path(found[-1])
+    with tempfile.TemporaryDirectory(prefix=f".download-{version}-", dir=wheels) as tmp:
+        _run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"sglang=={version}", "-d", tmp],
+            version=version, what=f"downloading the sglang {version} wheel",
+        )
+        got = sorted(Path(tmp).glob(f"sglang-{version}-*.whl"))
+        if not got:
+            sys.exit(f"[sglang-venv {version}] pip download left no sglang-{version}-*.whl in {tmp}")
+        target = wheels / got[-1].name
+        os.replace(got[-1], target)
+    return target
 
 
 def _site_packages(python: Path) -> Path:
@@ -244,6 +291,24 @@ def install_standins(venv: Path) -> None:
     (site / PTH_NAME).write_text(PTH_LINE)
 
 
+# Console scripts of packages that live in the base: pip writes them into the base's bin/, so a
+# version's venv gets its own, bound to its own interpreter (``<venv>/bin/pytest`` keeps working).
+BASE_SCRIPTS = {"pytest": "pytest:console_main", "py.test": "pytest:console_main"}
+
+
+def _link_base_scripts(venv: Path) -> None:
+    for name, target in BASE_SCRIPTS.items():
+        script = venv / "bin" / name
+        if script.exists():
+            continue
+        module, func = target.split(":")
+        # The __main__ guard matters: a multiprocessing "spawn" child imports the parent's main
+        # module, and without it every child of a test would start a pytest session of its own.
+        script.write_text(f"#!{venv_python(venv)}\nimport sys\nfrom {module} import {func}\n\n"
+                          f"if __name__ == \"__main__\":\n    sys.exit({func}())\n")
+        script.chmod(0o755)
+
+
 @contextlib.contextmanager
 def _build_lock(venv: Path):
     """One builder per venv at a time (a test session and a person may both call ``build``)."""
@@ -257,27 +322,34 @@ def _build_lock(venv: Path):
 
 
 def build(version: str, *, python: str, force: bool = False) -> Path:
-    """Build the venv of ``version`` unless its stamp says it is current; returns its directory."""
+    """Build the venv of ``version`` (and the shared base first) unless its stamp says it is current;
+    returns its directory. ``force`` rebuilds this version's venv, not the base."""
     if version not in VERSIONS:
         sys.exit(f"unknown SGLang version {version!r}; known: {', '.join(VERSIONS)}")
+    base = venv_dir(BASE_NAME)
+    with _build_lock(base):
+        base_hash = _build_locked(base_spec(), base, python=python, force=False)
     venv = venv_dir(version)
     with _build_lock(venv):
-        return _build_locked(VERSIONS[version], venv, python=python, force=force)
+        _build_locked(VERSIONS[version], venv, python=python, force=force, base=base, base_hash=base_hash)
+    return venv
 
 
-def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool) -> Path:
+def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool, base: Path | None = None,
+                  base_hash: str | None = None) -> str:
+    """Build one venv (the base when ``base`` is None); returns its stamp hash."""
     version = spec.version
     started = time.monotonic()
-    payload = stamp_payload(spec, _python_tag(python))
+    payload = stamp_payload(spec, _python_tag(python), base_hash)
     wanted = stamp_hash(payload)
     stamp = _read_stamp(venv)
     if not force and venv_python(venv).exists() and stamp.get("hash") == wanted:
-        if stamp.get("standins") != standins_hash():
+        if base is not None and stamp.get("standins") != standins_hash():
             install_standins(venv)
             _write_stamp(venv, payload)
             _log(version, "cached venv: re-copied the changed CPU stand-ins")
         _log(version, f"cached venv is up to date ({time.monotonic() - started:.1f}s): {venv}")
-        return venv
+        return wanted
 
     if venv.exists():
         _log(version, f"removing stale venv {venv}")
@@ -285,6 +357,10 @@ def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool) ->
     venv.parent.mkdir(parents=True, exist_ok=True)
     _run([python, "-m", "venv", str(venv)], version=version, what="creating the venv")
     vpy = str(venv_python(venv))
+    if base is not None:
+        # Before any pip call: pip must see the base's packages as installed.
+        base_site = _site_packages(venv_python(base))
+        (_site_packages(venv_python(venv)) / BASE_PTH_NAME).write_text(f"import site; site.addsitedir({str(base_site)!r})\n")
 
     # Constraints: the CPU torch pin, then (if present) the frozen pins of a known-good set.
     constraints = venv / "constraints.txt"
@@ -294,11 +370,22 @@ def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool) ->
     pip = [vpy, "-m", "pip", "install", "--quiet", "-c", str(constraints)]
 
     deps = [TORCH_PIN, *COMMON_DEPS, *spec.deps]
-    _run(pip + deps, version=version, what=f"installing {len(deps)} dependencies", env=env)
+    what = f"installing {len(deps)} dependencies" + (" (those the base lacks or pins differently)" if base else "")
+    _run(pip + deps, version=version, what=what, env=env)
+    if base is None:
+        _run(pip + ["--no-deps", *spec.no_deps], version=version,
+             what=f"installing {len(spec.no_deps)} more with --no-deps", env=env)
+        # torchvision is not imported: against CPU torch it needs the stand-ins (sglang_cpu_standins.py).
+        _run([vpy, "-c", "import torch, triton; assert torch.version.cuda is None, torch.__version__"],
+             version=version, what="checking the base (CPU torch, triton)", env=dict(env, **{STANDINS_ENV_VAR: ""}))
+        _write_stamp(venv, payload)
+        _log(version, f"base venv ready in {time.monotonic() - started:.1f}s: {venv}")
+        return wanted
     _run(pip + ["--no-deps", *spec.no_deps, str(sglang_wheel(version))], version=version,
          what=f"installing sglang=={version} and {len(spec.no_deps)} more with --no-deps", env=env)
     install_standins(venv)
     _log(version, f"installed the CPU stand-ins (active when {STANDINS_ENV_VAR}=1)")
+    _link_base_scripts(venv)
 
     # A venv is only stamped once SGLang imports in it with the stand-ins on.
     check = (
@@ -311,7 +398,7 @@ def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool) ->
          env=dict(env, **{STANDINS_ENV_VAR: "1"}))
     _write_stamp(venv, payload)
     _log(version, f"venv ready in {time.monotonic() - started:.1f}s: {venv}")
-    return venv
+    return wanted
 
 
 def install_plugin_wheel(version: str, wheel: Path) -> None:
@@ -334,7 +421,9 @@ def freeze(version: str) -> Path:
     venv = venv_dir(version)
     spec = VERSIONS[version]
     stamp = _read_stamp(venv)
-    was_current = stamp.get("hash") == stamp_hash(stamp_payload(spec, _python_tag(str(venv_python(venv)))))
+    base_hash = _read_stamp(venv_dir(BASE_NAME)).get("hash")
+    tag = _python_tag(str(venv_python(venv)))
+    was_current = stamp.get("hash") == stamp_hash(stamp_payload(spec, tag, base_hash))
     out = subprocess.run(
         [str(venv_python(venv)), "-m", "pip", "freeze", "--exclude-editable"],
         check=True, capture_output=True, text=True,
@@ -349,15 +438,15 @@ def freeze(version: str) -> Path:
         + "\n".join(sorted(lines, key=str.lower)) + "\n"
     )
     if was_current:
-        _write_stamp(venv, stamp_payload(spec, _python_tag(str(venv_python(venv)))))
+        _write_stamp(venv, stamp_payload(spec, tag, base_hash))
     return target
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p_build = sub.add_parser("build", help="build (or reuse) the venv for one SGLang version")
-    p_build.add_argument("version")
+    p_build = sub.add_parser("build", help="build (or reuse) the venvs of these SGLang versions, one after another")
+    p_build.add_argument("version", nargs="+")
     p_build.add_argument("--plugin-wheel", type=Path, help="install this plugin wheel into the venv")
     p_build.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     p_build.add_argument("--python", default=sys.executable, help="interpreter to base the venv on")
@@ -375,9 +464,10 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "freeze":
         print(freeze(args.version))
     else:
-        build(args.version, python=args.python, force=args.force)
-        if args.plugin_wheel is not None:
-            install_plugin_wheel(args.version, args.plugin_wheel.resolve())
+        for version in args.version:
+            build(version, python=args.python, force=args.force)
+            if args.plugin_wheel is not None:
+                install_plugin_wheel(version, args.plugin_wheel.resolve())
     return 0
 
 

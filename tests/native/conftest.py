@@ -1,12 +1,12 @@
 """Native tier: the C env and tuner plugins (sglang_eagle_nccl/nccl/native).
 
-    pip install nvidia-nccl-cu13==2.32.3     # real libnccl for test_native_real_nccl.py (CPU-loadable)
-    pytest tests/native                       # everything here carries the `native` marker
+    pytest tests/native        # part of plain `python -m pytest`; everything here carries the `native` marker
 
 Tests use the installed library when there is one (a wheel built with a C compiler, or an
 editable install); otherwise they compile the same sources into a temporary directory, so the C
-behaviour is tested wherever a compiler exists. Whether the *installed* wheel carries the library
-is tested by test_native_build.py, which builds both wheels.
+behaviour is tested wherever a compiler exists (tests/support/native_lib.py). Whether the
+*installed* wheel carries the library is tested by test_native_build.py, which builds both wheels.
+The plugins loaded by the real libnccl of the nvidia-nccl-cu13 wheel are tier tests/nccl_lib.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.nccl.native import build, library
+from sglang_eagle_nccl.nccl.native import library
+from support.native_lib import session_library
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,14 +29,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def native_lib(tmp_path_factory) -> library.NativeLibrary:
-    ok, reason = library.status()
-    if ok:
-        return library.load()
-    out = tmp_path_factory.mktemp("native") / build.LIBRARY_NAME
-    info = build.compile_library(out)
-    if not info.built:
-        pytest.skip(f"no native library: installed one unavailable ({reason}) and compiling failed ({info.reason})")
-    return library.load(out)
+    return session_library(tmp_path_factory.mktemp("native"))
 
 
 def _clean(lib: library.NativeLibrary) -> None:

@@ -137,7 +137,13 @@ def engine_kwargs(
         "tp_size": tp_size,
         "attention_backend": "torch_native",
         "dtype": "bfloat16",
-        "mem_fraction_static": 0.05,
+        # SGLang sizes the KV pool from the memory still free after the weights load minus
+        # (1 - mem_fraction_static) x what was free before; on CPU "free" is the machine's, which other
+        # processes change meanwhile. 0.05 failed once when ~1 GiB went elsewhere during the load
+        # ("Loaded weights leave no GPU memory for the KV cache", kv_cache_configurator.py in 0.5.23);
+        # 0.5 tolerates half the machine's free memory going. max_total_tokens still fixes the pool at
+        # 2048 tokens, so nothing larger is allocated.
+        "mem_fraction_static": 0.5,
         "context_length": 256,
         "max_total_tokens": 2048,
         "disable_cuda_graph": True,

@@ -1,6 +1,6 @@
 """The env plugin loaded by the real libnccl of the pinned nvidia-nccl-cu13 wheel, on CPU.
 
-A spawned child (probes/env_plugin_probe.py) configures the library the way activation does,
+A spawned child (tests/probes/env_plugin_probe.py) configures the library the way activation does,
 then something in the process overwrites the profile's NCCL_SOCKET_IFNAME (os.environ, or libc
 setenv behind Python's back), then ncclGetUniqueId loads the plugin and reads through it. NCCL's
 own debug output and the plugin's reads log must both show the profile's value.
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.nccl_lib
 
 NCCL_WHEEL = "nvidia-nccl-cu13"
 NCCL_VERSION = "2.32.3"  # the pinned wheel these facts were checked against
-PROBE = Path(__file__).resolve().parent / "probes" / "env_plugin_probe.py"
+PROBE = Path(__file__).resolve().parent.parent / "probes" / "env_plugin_probe.py"
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from sglang_eagle_nccl.nccl.debug_log import NcclProcessLog, compare, parse_dir
 
 pytestmark = pytest.mark.nccl_lib
 
-PROBE = Path(__file__).resolve().parent / "probes" / "nccl_real_probe.py"
+PROBE = Path(__file__).resolve().parent.parent / "probes" / "nccl_real_probe.py"
 
 
 @pytest.fixture(scope="module")
