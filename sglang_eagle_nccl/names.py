@@ -64,6 +64,9 @@ def parse_node_rank(text: str) -> int | None:
 # launcher (it inherits the launcher's decisions instead of making them).
 ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
 
+# The one placeholder a profile value may hold (see profile/placeholders.py).
+AUDIT_DIR_PLACEHOLDER = "{audit_dir}"
+
 
 def is_enabled(environ: object = None) -> bool:
     """True when ``SGLANG_EAGLE_NCCL`` is set to anything but an off word."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from sglang_eagle_nccl import names
 from sglang_eagle_nccl.findings import Finding, error, warning
 from sglang_eagle_nccl.names import is_ascii_digits
 
@@ -535,7 +536,8 @@ def check_debug_subsys(name: str, value: str) -> list[Finding]:
 # The one placeholder the plugin expands (sglang_eagle_nccl.profile.placeholders): the launch's
 # audit directory, allowed only as the leading path component of NCCL_DEBUG_FILE, so NCCL's
 # debug output lands next to the audit records in a private 0700 directory.
-AUDIT_DIR_PLACEHOLDER = "{audit_dir}"
+# Defined in names (import-free) so a process can test for it without importing this module.
+AUDIT_DIR_PLACEHOLDER = names.AUDIT_DIR_PLACEHOLDER
 PLACEHOLDER_VARIABLES = ("NCCL_DEBUG_FILE",)
 
 

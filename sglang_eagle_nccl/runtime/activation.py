@@ -83,11 +83,15 @@ def process_env(data: Mapping[str, Any], node_rank: int | None, run_dir: str | N
     process knows its launch (SGLang's launcher opens it only at ``_set_envs_and_config``) the
     variable is left out, and it is written when the launch is joined.
     """
-    from sglang_eagle_nccl.profile.placeholders import expand_placeholders, has_placeholder
-
     env = dict(data.get("env", {}))
     if node_rank is not None:
         env.update(data.get("nodes", {}).get(str(node_rank), {}))
+    # The placeholder module pulls in the finding and parsing machinery (dataclasses, packaging:
+    # ~15 ms at interpreter start); every SGLang child runs this, and almost no profile has one.
+    if not any(names.AUDIT_DIR_PLACEHOLDER in value for value in env.values()):
+        return env
+    from sglang_eagle_nccl.profile.placeholders import expand_placeholders, has_placeholder
+
     for name, value in list(env.items()):
         if has_placeholder(value):
             if run_dir:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+from sglang_eagle_nccl.runtime.hook_target import TargetNames
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Iterable, Sequence
@@ -119,7 +121,7 @@ def contains(spec: str, version: Version) -> bool:
 # --- the runtime's view of a manifest ----------------------------------------------------------
 
 
-class IndexedHook:
+class IndexedHook(TargetNames):
     """The fields of ``patchsets.Hook``; same names, same meaning."""
 
     __slots__ = HOOK_FIELDS
@@ -136,22 +138,6 @@ class IndexedHook:
         self.when = when
         self.mechanism = mechanism
         self.process = process
-
-    @property
-    def module(self) -> str:
-        return self.target.split(":", 1)[0]
-
-    @property
-    def qualname(self) -> str:
-        return self.target.split(":", 1)[1]
-
-    @property
-    def dotted(self) -> str:
-        return self.target.replace(":", ".")
-
-    @property
-    def is_sglang(self) -> bool:
-        return self.module == "sglang" or self.module.startswith("sglang.")
 
     def applies_to(self, version: Version) -> bool:
         return self.versions is None or contains(self.versions, version)

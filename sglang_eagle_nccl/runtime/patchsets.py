@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from sglang_eagle_nccl._toml import loads as toml_loads
 from sglang_eagle_nccl.errors import PluginStop
+from sglang_eagle_nccl.runtime.hook_target import TargetNames
 
 HookKind = Literal["before", "after", "around"]
 Mechanism = Literal["hook_registry", "wrapt"]
@@ -41,7 +42,7 @@ class PatchSetError(PluginStop, RuntimeError):
 
 
 @dataclass(frozen=True)
-class Hook:
+class Hook(TargetNames):
     target: str  # "package.module:Qualified.name"
     kind: HookKind
     handler: str
@@ -51,23 +52,6 @@ class Hook:
     when: Literal["always", "cli"] = "always"
     mechanism: Mechanism | None = None
     process: str = ""
-
-    @property
-    def module(self) -> str:
-        return self.target.split(":", 1)[0]
-
-    @property
-    def qualname(self) -> str:
-        return self.target.split(":", 1)[1]
-
-    @property
-    def dotted(self) -> str:
-        """The target as one dotted path (SGLang's HookRegistry format)."""
-        return self.target.replace(":", ".")
-
-    @property
-    def is_sglang(self) -> bool:
-        return self.module == "sglang" or self.module.startswith("sglang.")
 
     def applies_to(self, version: Version) -> bool:
         # Judged by the release the version stands for, like the patch set itself: a hook gated

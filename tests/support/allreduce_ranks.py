@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue as queue_mod
 import time
 import traceback
 from typing import Any
 
-from support.rank_runner import free_port
+from support.rank_runner import collect_results, free_port
 
 
 def _describe_at_creation(described: list[dict[str, Any]]) -> None:
@@ -114,18 +113,4 @@ def run(world: int, env: dict[str, str], timeout: float = 240.0) -> dict[int, di
     procs = [ctx.Process(target=_rank, args=(r, world, port, env, q)) for r in range(world)]
     for p in procs:
         p.start()
-    results: dict[int, dict[str, Any]] = {}
-    deadline = time.monotonic() + timeout
-    while len(results) < world and time.monotonic() < deadline:
-        try:
-            item = q.get(timeout=1)
-            results[item["rank"]] = item
-        except queue_mod.Empty:
-            if all(not p.is_alive() for p in procs):
-                break
-    for p in procs:
-        p.join(15)
-        if p.is_alive():
-            p.kill()
-            p.join(5)
-    return results
+    return collect_results(procs, q, world, timeout)

@@ -137,6 +137,26 @@ def _wait_for_peers(timeout_s: float = 60.0) -> None:
         pass
 
 
+def collect_results(procs: list[Any], q: Any, expected: int, timeout: float) -> dict[int, dict[str, Any]]:
+    """Each rank's report from ``q`` (keyed by ``"rank"``) until ``expected`` arrived, every rank
+    died, or ``timeout``; then every process is joined, and killed if it does not end."""
+    results: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + timeout
+    while len(results) < expected and time.monotonic() < deadline:
+        try:
+            item = q.get(timeout=1)
+            results[item["rank"]] = item
+        except queue_mod.Empty:
+            if all(not p.is_alive() for p in procs):
+                break
+    for p in procs:
+        p.join(15)
+        if p.is_alive():
+            p.kill()
+            p.join(5)
+    return results
+
+
 def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
     """What a launcher hands its children: the plugin's one hand-off, with one launch directory."""
     from sglang_eagle_nccl.audit.writer import open_launch
@@ -181,21 +201,8 @@ def run_ranks(
             procs.append(p)
     finally:
         put_back(saved)
-    results: dict[int, dict[str, Any]] = {}
-    deadline = time.monotonic() + timeout
     expected = world - (1 if die_in_check else 0) - (1 if stall_in_check else 0)
-    while len(results) < expected and time.monotonic() < deadline:
-        try:
-            item = q.get(timeout=1)
-            results[item["rank"]] = item
-        except queue_mod.Empty:
-            if all(not p.is_alive() for p in procs):
-                break
-    for p in procs:
-        p.join(15)
-        if p.is_alive():
-            p.kill()
-            p.join(5)
+    results = collect_results(procs, q, expected, timeout)
     for r, p in enumerate(procs):
         if r in results:
             results[r]["exitcode"] = p.exitcode
