@@ -91,8 +91,13 @@ def test_wheel_without_a_compiler_is_pure_and_says_why(tmp_path):
 
     python = fresh_venv(tmp_path / "venv", wheel)
     doctor = cli(python, "doctor", "--json", cwd=tmp_path)
-    assert doctor.returncode == 0, doctor.stderr
-    native = json.loads(doctor.stdout)["native"]
+    report = json.loads(doctor.stdout)
+    # Missing native plugins are a fact doctor states, not a problem: the pure wheel works without
+    # them. (This venv has no SGLang, which is a problem, so doctor exits 1 for that alone.)
+    assert report["problems"] and not any("native" in p.lower() for p in report["problems"]), report["problems"]
+    assert all("sglang is not installed" in p for p in report["problems"]), report["problems"]
+    assert doctor.returncode == 1, doctor.stderr
+    native = report["native"]
     assert native["available"] is False
     assert "built without the native library" in native["reason"] and "'false' failed" in native["reason"]
     text = cli(python, "doctor", cwd=tmp_path).stdout
