@@ -15,6 +15,7 @@ already made the profile's.
 from __future__ import annotations
 
 import os
+import sys
 
 from sglang_eagle_nccl.log import log
 from sglang_eagle_nccl.runtime.state import STATE, record
@@ -75,12 +76,29 @@ def _values(env: Mapping[str, str]) -> dict[str, str]:
 def start(desired: Mapping[str, str], data: Mapping[str, Any], run_dir: str | None) -> None:
     """At activation, before the environment is written: give the env plugin its values.
 
-    From here on NCCL reads the profile through the plugin, in this process, whatever a later
+    From then on NCCL reads the profile through the plugin, in this process, whatever a later
     write to the environment does (and whether or not SGLang is ever imported here). ctypes only.
+
+    Why not always now: importing ``ctypes`` is half of what activation would cost in a fresh
+    interpreter (~2.5 ms of ~5), and every way Python reaches NCCL imports it first -- torch does
+    at its own import, SGLang's PyNccl and any direct binding load libnccl through it -- while
+    NCCL reads nothing before a communicator call. So until some code imports ``ctypes`` the
+    library waits; the moment it is imported (by torch, usually) the values are handed over, from
+    the expectation in force then. Where ``ctypes`` is already loaded it happens here, and a
+    failure stops activation with the environment untouched.
     """
     path = desired.get(ENV_PLUGIN)
     if not path:
         return
+    if "ctypes" in sys.modules:
+        _configure(path, desired, data, run_dir)
+        return
+    from sglang_eagle_nccl.runtime.import_trigger import after_import
+
+    after_import("ctypes", _configure_late)
+
+
+def _configure(path: str, desired: Mapping[str, str], data: Mapping[str, Any], run_dir: str | None) -> None:
     from sglang_eagle_nccl.nccl.native.env_control import load
 
     control = load(path)
@@ -88,6 +106,25 @@ def start(desired: Mapping[str, str], data: Mapping[str, Any], run_dir: str | No
     STATE.env_control = control
     if run_dir is not None:
         _open_reads_log(control, run_dir)
+
+
+def _configure_late(_ctypes: Any) -> None:
+    """``ctypes`` was just imported: configure the env plugin with what is expected now.
+
+    The environment was written at activation, so a failure here cannot be undone atomically;
+    it fails closed instead: SGLang refuses to start in this process (the library was found at
+    activation, so this means a broken installation or an unwritable launch directory under
+    ``audit_required``)."""
+    with STATE.lock:
+        path = STATE.expected_env.get(ENV_PLUGIN)
+        if not STATE.active or STATE.env_control is not None or STATE.native_info is not None or not path:
+            return
+        try:
+            _configure(path, STATE.expected_env, STATE.data or {}, STATE.run_dir)
+        except Exception as exc:  # noqa: BLE001 - any failure means the profile is not in force
+            from sglang_eagle_nccl.runtime.refusal import refuse_sglang
+
+            refuse_sglang(exc)
 
 
 def _open_reads_log(control: Any, run_dir: str) -> None:
