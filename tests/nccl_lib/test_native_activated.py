@@ -62,8 +62,7 @@ def test_nccl_reads_the_profile_through_the_installed_env_plugin(venv_python, li
     proc = subprocess.run([str(venv_python), str(PROBE), str(libnccl), mode], capture_output=True, text=True,
                           env=env, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # NCCL prints its INFO lines to stdout as well: the probe's answer is the one JSON line.
-    out = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    out = json.loads((tmp_path / "probe-result.json").read_text())
     installed = venv_python.parent.parent / "lib"
     assert out["activated"] and out["env_plugin"] and Path(out["env_plugin"]).is_relative_to(installed)
     nccl_said = proc.stdout + proc.stderr

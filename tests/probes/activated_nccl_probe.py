@@ -26,8 +26,11 @@ def main(libnccl: str, mode: str) -> int:
     nccl = ctypes.CDLL(libnccl)
     unique_id = ctypes.create_string_buffer(128)
     rc = nccl.ncclGetUniqueId(unique_id)
-    print(json.dumps({"pid": os.getpid(), "rc": rc, "activated": activated,
-                      "env_plugin": os.environ.get("NCCL_ENV_PLUGIN")}), flush=True)
+    # The answer goes to a file in the working directory: NCCL's own threads print INFO lines to
+    # stdout too, and one may land in the middle of a line printed here.
+    with open("probe-result.json", "w") as out:
+        json.dump({"pid": os.getpid(), "rc": rc, "activated": activated,
+                   "env_plugin": os.environ.get("NCCL_ENV_PLUGIN")}, out)
     return 0 if rc == 0 else 3
 
 
