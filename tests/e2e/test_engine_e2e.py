@@ -216,6 +216,7 @@ def test_sglang_overwrite_is_reported_and_restored(models, e2e_env, tmp_path):
     _check_profile_everywhere(report, {**SEED, var: value})
 
 
+@pytest.mark.newest_only
 def test_sglang_wins_policy_keeps_sglangs_value(models, e2e_env, tmp_path):
     old = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) < (0, 5, 5)
     if old:
@@ -237,6 +238,7 @@ def test_sglang_wins_policy_keeps_sglangs_value(models, e2e_env, tmp_path):
     assert any("policy sglang_wins" in n for p in report.processes for n in p.notes)
 
 
+@pytest.mark.newest_only
 def test_installed_but_not_enabled_changes_nothing(models, e2e_env, tmp_path):
     """Same engine without the plugin enabled: no audit directory, no plugin module imported in
     any SGLang process (PYTHONPROFILEIMPORTTIME makes every process list its imports), and the same
@@ -269,6 +271,7 @@ def test_eagle_draft_and_verify_reuse_the_tp_group(models, e2e_env, tmp_path):
     assert workers and all("EAGLE" in w.upper() for w in workers), workers
 
 
+@pytest.mark.newest_only
 def test_unwritable_audit_dir_is_loud_not_fatal(models, e2e_env, tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the audit directory should be")
@@ -278,6 +281,7 @@ def test_unwritable_audit_dir_is_loud_not_fatal(models, e2e_env, tmp_path):
     assert "cannot create the audit directory" in stderr and "continuing without audit" in stderr
 
 
+@pytest.mark.newest_only
 def test_unwritable_audit_dir_stops_the_launch_when_required(models, e2e_env, tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("")
@@ -291,6 +295,7 @@ def test_unwritable_audit_dir_stops_the_launch_when_required(models, e2e_env, tm
     assert "ENGINE_OUTPUT" not in proc.stdout
 
 
+@pytest.mark.newest_only
 def test_flag_on_top_of_environment_profile_reaches_workers_and_a_foreign_write_fails_audit(models, e2e_env, tmp_path):
     """Profile by environment plus --nccl-env on SGLang's own CLI: the workers hold the flag's value
     (seen from inside them) and `audit` exits 0. The same launch with a real write inside the scheduler
@@ -341,6 +346,7 @@ CUSTOM_SCRIPT = textwrap.dedent(
 ) % (PROMPT,)
 
 
+@pytest.mark.newest_only
 def test_custom_script_parsing_server_args_with_launch_flags(models, e2e_env, tmp_path):
     """A script of the user's that parses SGLang's server arguments itself (no load_plugins() there):
     with SGLANG_EAGLE_NCCL=1 the --nccl-* flags exist, and the Engine's workers hold the flag's value."""

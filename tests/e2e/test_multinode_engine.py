@@ -8,6 +8,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from sglang_eagle_nccl.audit.report import read_launch
 from sglang_eagle_nccl.audit.verdict import load_report
 from support import sglang_cpu_run as run
@@ -71,6 +73,7 @@ def test_two_launchers_node_local_values_pass(models, e2e_env, tmp_path):
         assert {c.group for c in report.communicators} >= {"world", "tp"}
 
 
+@pytest.mark.newest_only
 def test_two_launchers_must_match_difference_stops_both(models, e2e_env, tmp_path):
     procs, logs, _ = _launchers(models, e2e_env, tmp_path, {1: ["--nccl-env", "NCCL_ALGO=Tree"]}, "pcie-8gpu")
     try:
