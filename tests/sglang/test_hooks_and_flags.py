@@ -144,7 +144,7 @@ def test_sglang_serve_help_lists_flags(plugin_env, sglang_version):
         (["--nccl-env", "NCCL_BUFFSIZE=4M"], "NCCL_BUFFSIZE='4M'", "write the byte count, e.g. NCCL_BUFFSIZE=4194304"),
         (["--nccl-profile", "no-such-profile"], "no built-in profile",
          "use a built-in profile (audit-only, debug, pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file"),
-        (["--nccl-env", "LD_PRELOAD=/tmp/x.so"], "NCCL_* and TORCH_NCCL_*",
+        (["--nccl-env", "LD_PRELOAD=libx.so"], "NCCL_* and TORCH_NCCL_*",
          "set other variables in your shell or service definition, not in an NCCL profile"),
         (["--nccl-env", "NCCL_PROTO"], "KEY=VALUE", "write NCCL_PROTO=<value>, e.g. --nccl-env NCCL_PROTO=LL"),
     ],

@@ -61,7 +61,7 @@ ENV_CASES = [
     ("NCCL_SHM_DISABLE=2", "NCCL_SHM_DISABLE", "2", "use NCCL_SHM_DISABLE=1 to disable or NCCL_SHM_DISABLE=0 to leave enabled"),
     ("NCCL_NVLS_ENABLE=3", "NCCL_NVLS_ENABLE", "3", "use one of: 0, 1, 2"),
     ("NCCL_DEBUG_FILE=~/nccl.%p.log", "NCCL_DEBUG_FILE", "~/nccl.%p.log", "write an absolute path such as <log dir>/nccl.%h.%p.log"),
-    ("NCCL_DEBUG_FILE=/tmp/nccl.%t.%p", "NCCL_DEBUG_FILE", "/tmp/nccl.%t.%p", "use only %h, %p or %%"),
+    ("NCCL_DEBUG_FILE=nccl.%t.%p", "NCCL_DEBUG_FILE", "nccl.%t.%p", "use only %h, %p or %%"),
     ("NCCL_DEBUG=verbose", "NCCL_DEBUG", "verbose", "use one of VERSION, WARN, INFO, ABORT, TRACE"),
     ("NCCL_DEBUG_SUBSYS=INIT,FOO", "NCCL_DEBUG_SUBSYS", "INIT,FOO",
      "use a comma list of INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, NVLS, BOOTSTRAP, REG, "
@@ -81,7 +81,7 @@ ENV_CASES = [
      "did you mean NCCL_BUFFSIZE or NCCL_LL_BUFFSIZE or NCCL_LL128_BUFFSIZE? if it is new in your NCCL release, allow "
      "it with allow_unknown = true (profile [policy]) or --allow-unknown"),
     ("nccl_proto=LL", "nccl_proto", None, "write NCCL_PROTO"),
-    ("LD_PRELOAD=/tmp/evil.so", "LD_PRELOAD", None, NOT_NCCL),
+    ("LD_PRELOAD=libevil.so", "LD_PRELOAD", None, NOT_NCCL),
     ("PATH=/tmp", "PATH", None, NOT_NCCL),
     ("CUDA_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES", None, NOT_NCCL),
     ("PYTHONPATH=/tmp", "PYTHONPATH", None, NOT_NCCL),
@@ -173,8 +173,8 @@ FILE_CASES = [
      "write consistency_timeout_s = 60"),
     ("extends = '/etc/passwd'", "extends", "built-in profile",
      f"use one of: {BUILTINS}, or pass several --profile options"),
-    ("[env]\nLD_PRELOAD = '/tmp/x.so'", "LD_PRELOAD", "NCCL_* and TORCH_NCCL_*", NOT_NCCL),
-    ("[groups.tp.env]\nLD_PRELOAD = '/tmp/x.so'", "LD_PRELOAD", "NCCL_* and TORCH_NCCL_*", NOT_NCCL),
+    ("[env]\nLD_PRELOAD = 'libx.so'", "LD_PRELOAD", "NCCL_* and TORCH_NCCL_*", NOT_NCCL),
+    ("[groups.tp.env]\nLD_PRELOAD = 'libx.so'", "LD_PRELOAD", "NCCL_* and TORCH_NCCL_*", NOT_NCCL),
 ]
 
 
