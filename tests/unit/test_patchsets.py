@@ -232,24 +232,3 @@ def test_v1_multi_layer_eagle_worker_is_hooked_where_it_exists(version, expected
     targets = {h.target for h in sel.patch_set.hooks_for(Version(version))}
     target = "sglang.srt.speculative.multi_layer_eagle_worker:MultiLayerEagleWorker.__init__"
     assert (target in targets) is expected
-
-
-def test_v1_multi_layer_eagle_worker_exists_in_the_real_wheels():
-    """Checked in the published wheels when they are in the cache (ci/matrix.py downloads them)."""
-    import os
-
-    cache = os.environ.get("SGLANG_EAGLE_NCCL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sglang-eagle-nccl"
-    )
-    wheels = {v: next(iter(sorted((__import__("pathlib").Path(cache) / "wheels").glob(f"sglang-{v}-*.whl"))), None)
-              for v in ("0.5.11", "0.5.12.post1", "0.5.13")}
-    if any(w is None for w in wheels.values()):
-        pytest.skip("SGLang wheels 0.5.11 / 0.5.12.post1 / 0.5.13 not downloaded (run python ci/matrix.py)")
-    hook = next(h for h in patchsets.select("0.5.11").patch_set.hooks if "multi_layer_eagle_worker:" in h.target)
-    for version, wheel in wheels.items():
-        with zipfile.ZipFile(wheel) as zf:
-            names = set(zf.namelist())
-            check = patchsets.check_hook_with_reader(
-                lambda rel: zf.read(rel).decode() if rel in names else None, hook  # noqa: B023
-            )
-        assert check.ok is (version != "0.5.13"), (version, check)
