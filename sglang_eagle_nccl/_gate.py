@@ -9,8 +9,6 @@ module is imported only when ``SGLANG_EAGLE_NCCL`` is set, or by SGLang's own pl
 enabled, or when SGLang's server CLI runs with ``--nccl-*`` flags or ``--help``.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

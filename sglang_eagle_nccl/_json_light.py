@@ -8,8 +8,6 @@ anything it cannot read makes the caller fall back to the standard module. Teste
 ``json`` with random documents.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -45,7 +43,7 @@ def _str(s: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def dumps(obj: Any) -> str:
+def dumps(obj: "Any") -> str:
     """Compact JSON with sorted keys; non-JSON values become their ``str()``."""
     if obj is None:
         return "null"
@@ -82,10 +80,10 @@ class _Reader:
             i += 1
         self.i = i
 
-    def fail(self, what: str) -> JSONLightError:
+    def fail(self, what: str) -> "JSONLightError":
         return JSONLightError(f"{what} at offset {self.i}")
 
-    def value(self) -> Any:
+    def value(self) -> "Any":
         self.ws()
         if self.i >= len(self.s):
             raise self.fail("unexpected end")
@@ -106,7 +104,7 @@ class _Reader:
                 return val
         return self.number()
 
-    def obj(self) -> dict[str, Any]:
+    def obj(self) -> "dict[str, Any]":
         self.i += 1
         out: dict[str, Any] = {}
         self.ws()
@@ -132,7 +130,7 @@ class _Reader:
                 return out
             raise self.fail("expected ',' or '}'")
 
-    def arr(self) -> list[Any]:
+    def arr(self) -> "list[Any]":
         self.i += 1
         out: list[Any] = []
         self.ws()
@@ -225,7 +223,7 @@ class _Reader:
         return float(text) if is_float else int(text)
 
 
-def loads(text: str) -> Any:
+def loads(text: str) -> "Any":
     reader = _Reader(text)
     value = reader.value()
     reader.ws()

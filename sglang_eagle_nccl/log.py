@@ -4,8 +4,6 @@ Import-free (it runs at interpreter start). ``once`` keys guard messages that se
 reach in one process (the ``.pth`` line runs twice in a venv with a ``lib64 -> lib`` symlink).
 """
 
-from __future__ import annotations
-
 import sys
 
 PREFIX = "[sglang-eagle-nccl]"

@@ -5,8 +5,6 @@ Kept free of imports: the ``.pth`` gate and every process of an enabled launch i
 interpreter start.
 """
 
-from __future__ import annotations
-
 # Set by the user (or by the plugin for the processes SGLang spawns): a built-in profile name,
 # a TOML file, or a bare "1"/"on" meaning "enabled with the other variables below".
 ENV_ENABLE = "SGLANG_EAGLE_NCCL"

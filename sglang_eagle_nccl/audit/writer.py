@@ -12,10 +12,7 @@ An audit that cannot be written is loud (one warning on stderr) but not fatal, u
 profile's policy says ``audit_required``.
 """
 
-from __future__ import annotations
-
 import _thread
-import errno
 import os
 import stat
 import time
@@ -38,7 +35,7 @@ class AuditError(PluginStop, RuntimeError):
     """The audit could not be written and the policy requires it."""
 
 
-def default_root() -> Path:
+def default_root() -> "Path":
     import tempfile
     from pathlib import Path
 
@@ -50,7 +47,7 @@ def hostname() -> str:
     return os.uname().nodename
 
 
-def _secure_dir(path: Any, *, create_parents: bool) -> Any:
+def _secure_dir(path: "Any", *, create_parents: bool) -> "Any":
     """Create ``path`` with mode 0700 (or accept it if it is ours and private)."""
     try:
         if create_parents:
@@ -71,7 +68,7 @@ def _secure_dir(path: Any, *, create_parents: bool) -> Any:
     return path
 
 
-def new_launch_dir(root: str | Path | None = None) -> Path:
+def new_launch_dir(root: "str | Path | None" = None) -> "Path":
     """Create a fresh per-launch directory under ``root`` (default: :func:`default_root`)."""
     from pathlib import Path
 
@@ -107,7 +104,7 @@ class AuditWriter:
     start-up JSON writer.
     """
 
-    def __init__(self, run_dir: str | Path | None, *, required: bool = False, role: str = "process"):
+    def __init__(self, run_dir: "str | Path | None", *, required: bool = False, role: str = "process"):
         self.run_dir = str(run_dir) if run_dir else None
         self.required = required
         self.role = role
@@ -119,7 +116,7 @@ class AuditWriter:
         self._pending: list[bytes] = []
 
     @property
-    def path(self) -> Path | None:
+    def path(self) -> "Path | None":
         from pathlib import Path
 
         return Path(self.file_path) if self.file_path else None
@@ -132,7 +129,7 @@ class AuditWriter:
     def failure(self) -> str | None:
         return self._failed
 
-    def attach(self, run_dir: str | Path) -> bool:
+    def attach(self, run_dir: "str | Path") -> bool:
         """Join a launch directory: later records go there, and so do the ones kept so far."""
         with self._lock:
             self.run_dir = str(run_dir)
@@ -149,7 +146,7 @@ class AuditWriter:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
         return os.open(self.file_path, flags, 0o600)  # type: ignore[arg-type]
 
-    def write(self, event: str, **fields: Any) -> bool:
+    def write(self, event: str, **fields: "Any") -> bool:
         """Append one record. Returns False (after one stderr warning) when it cannot be written."""
         try:
             record = {"ts": time.time(), "pid": os.getpid(), "role": self.role, "event": event, **fields}
@@ -171,6 +168,8 @@ class AuditWriter:
                 self._pid = os.getpid()
             written = os.write(self._fd, line)
             if written != len(line):
+                import errno  # only here: every SGLang child imports this module at start
+
                 raise OSError(errno.ENOSPC, "short write (disk full?)")
             return True
         except (OSError, AuditError) as exc:
@@ -198,7 +197,7 @@ class AuditWriter:
             self._close_locked()
 
 
-def write_launch_meta(run_dir: str | Path, meta: dict[str, Any]) -> None:
+def write_launch_meta(run_dir: "str | Path", meta: "dict[str, Any]") -> None:
     """Written once by the process that created the launch directory."""
     path = os.path.join(run_dir, LAUNCH_META)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)
@@ -206,7 +205,7 @@ def write_launch_meta(run_dir: str | Path, meta: dict[str, Any]) -> None:
         fh.write(_dumps(meta))
 
 
-def open_launch(root: str | None, meta: dict[str, Any], *, required: bool) -> str | None:
+def open_launch(root: str | None, meta: "dict[str, Any]", *, required: bool) -> str | None:
     """Open a new launch: ``<root>/<launch id>/`` with its ``launch.json``. The one error policy.
 
     Only launches call this: ``launch``, SGLang's launcher (at ``_set_envs_and_config``),

@@ -12,8 +12,6 @@ set yet); it signs the serialised profile for its children. Children inherit the
 decisions, including values SGLang was allowed to win (``sglang_wins``).
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -34,7 +32,7 @@ class Plan:
 
     __slots__ = ("data", "profile", "wire", "run_dir", "node_rank", "is_root", "desired", "unset", "warnings")
 
-    def __init__(self, data: dict[str, Any], profile: Profile | None, wire: str | None, run_dir: str | None,
+    def __init__(self, data: "dict[str, Any]", profile: "Profile | None", wire: str | None, run_dir: str | None,
                  node_rank: int | None, is_root: bool, desired: dict[str, str], unset: list[str],
                  warnings: list[str]) -> None:
         self.data = data
@@ -51,7 +49,7 @@ class Plan:
 # --- deciding -----------------------------------------------------------------------------------
 
 
-def node_rank_from(environ: Mapping[str, str]) -> int | None:
+def node_rank_from(environ: "Mapping[str, str]") -> int | None:
     """``SGLANG_EAGLE_NCCL_NODE_RANK`` as a node rank; a value that is not one is an error."""
     value = environ.get(names.ENV_NODE_RANK)
     if value is None or value == "":
@@ -76,7 +74,7 @@ def _with_native(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def process_env(data: Mapping[str, Any], node_rank: int | None, run_dir: str | None = None) -> dict[str, str]:
+def process_env(data: "Mapping[str, Any]", node_rank: int | None, run_dir: str | None = None) -> dict[str, str]:
     """What a process of node ``node_rank`` must hold: ``[env]`` plus its ``[nodes.<rank>.env]``.
 
     A value holding the ``{audit_dir}`` placeholder gets the launch's audit directory; until the
@@ -101,7 +99,7 @@ def process_env(data: Mapping[str, Any], node_rank: int | None, run_dir: str | N
     return env
 
 
-def plan(profile: Profile | None = None, environ: Mapping[str, str] | None = None) -> Plan:
+def plan(profile: "Profile | None" = None, environ: "Mapping[str, str] | None" = None) -> "Plan":
     """Read and check the profile for this process; raise ProfileError (nothing written) when unusable.
 
     ``profile``: one the caller resolved itself (launch flags). Otherwise the serialised profile a
@@ -146,7 +144,7 @@ def plan(profile: Profile | None = None, environ: Mapping[str, str] | None = Non
 # --- doing --------------------------------------------------------------------------------------
 
 
-def _write_atomically(updates: Mapping[str, str | None]) -> list[tuple[str, str | None, str | None]]:
+def _write_atomically(updates: "Mapping[str, str | None]") -> list[tuple[str, str | None, str | None]]:
     """Write (None: unset) every variable, or none of them: on any failure, put all back and re-raise."""
     bad = sorted(k for k in updates if not (names.is_allowed_name(k) or k.startswith(names.ENV_ENABLE)))
     if bad:  # unreachable through validated profiles; kept so no caller can bypass it
@@ -168,7 +166,7 @@ def _write_atomically(updates: Mapping[str, str | None]) -> list[tuple[str, str 
     return [(k, before[k], updates[k]) for k in sorted(updates)]
 
 
-def _signed_wire(data: Mapping[str, Any], run_dir: str | None, environ_after: Mapping[str, str]) -> str:
+def _signed_wire(data: "Mapping[str, Any]", run_dir: str | None, environ_after: "Mapping[str, str]") -> str:
     from sglang_eagle_nccl.profile.wire import current_inputs, encode
 
     return encode(data, inputs=current_inputs(environ_after), run_dir=run_dir)
@@ -195,7 +193,7 @@ def invocation() -> str:
     return describe_invocation(list(getattr(sys, "orig_argv", sys.argv)))
 
 
-def apply(the_plan: Plan, *, origin: str) -> None:
+def apply(the_plan: "Plan", *, origin: str) -> None:
     """Write the planned environment (all or nothing) and start this process's audit."""
     from sglang_eagle_nccl.audit.writer import AuditWriter
 
@@ -304,7 +302,7 @@ def _change_expectation(new_desired: dict[str, str], *, reason: str, profile_nam
         )
 
 
-def reconfigure(profile: Profile, *, reason: str) -> None:
+def reconfigure(profile: "Profile", *, reason: str) -> None:
     """Replace the active profile (launch flags on top of an environment activation).
 
     Only before anything was spawned (argument parsing precedes every launch), so re-applying is

@@ -12,8 +12,6 @@ everything, then write) and install the hooks with :mod:`~sglang_eagle_nccl.runt
 once SGLang is imported. Any failure refuses SGLang in that process (fail closed).
 """
 
-from __future__ import annotations
-
 import sys
 
 from sglang_eagle_nccl import names
@@ -28,13 +26,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
 
-def _when_sglang_imported(callback: Any) -> None:
+def _when_sglang_imported(callback: "Any") -> None:
     from sglang_eagle_nccl.runtime.import_trigger import after_import
 
     after_import("sglang", callback)
 
 
-def _install_after_import(_module: Any) -> None:
+def _install_after_import(_module: "Any") -> None:
     # Runs inside `import sglang`: an error here makes that import fail, which is the point
     # (SGLang must not run with hooks missing), so say why first. The installer (wrapt,
     # inspect ...) is imported only now: processes that never import SGLang never pay for it.

@@ -7,8 +7,6 @@ import SGLang pay nothing more. ``wrapt``'s post-import hooks do the same job bu
 line executed by every Python process of the environment.
 """
 
-from __future__ import annotations
-
 import sys
 
 TYPE_CHECKING = False  # collections.abc/typing are not imported at interpreter start
@@ -26,19 +24,19 @@ class _NotifyingLoader:
     and the module ends up with its real loader, as if this wrapper had never been there.
     """
 
-    def __init__(self, loader: Any, finder: _AfterImport, fullname: str) -> None:
+    def __init__(self, loader: "Any", finder: "_AfterImport", fullname: str) -> None:
         self._loader = loader
         self._finder = finder
         self._fullname = fullname
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> "Any":
         return getattr(self._loader, name)
 
-    def create_module(self, spec: Any) -> Any:
+    def create_module(self, spec: "Any") -> "Any":
         create = getattr(self._loader, "create_module", None)
         return create(spec) if create is not None else None
 
-    def exec_module(self, module: Any) -> None:
+    def exec_module(self, module: "Any") -> None:
         # Restore the real loader first, so code run by the module itself sees it.
         module.__loader__ = self._loader
         spec = getattr(module, "__spec__", None)
@@ -54,7 +52,7 @@ class _AfterImport:
     def __init__(self) -> None:
         self.callbacks: dict[str, list[Callable[[Any], None]]] = {}
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+    def find_spec(self, fullname: str, path: "Any" = None, target: "Any" = None) -> "Any":
         if fullname not in self.callbacks:
             return None
         spec = None
@@ -72,7 +70,7 @@ class _AfterImport:
         spec.loader = _NotifyingLoader(loader, self, fullname)
         return spec
 
-    def fire(self, name: str, module: Any) -> None:
+    def fire(self, name: str, module: "Any") -> None:
         callbacks = self.callbacks.pop(name, [])
         if not self.callbacks:
             # Nothing left to watch: stop being consulted on every import of the process.
@@ -87,7 +85,7 @@ class _AfterImport:
 _FINDER = _AfterImport()
 
 
-def after_import(name: str, callback: Callable[[Any], None]) -> None:
+def after_import(name: str, callback: "Callable[[Any], None]") -> None:
     """Call ``callback(module)`` once ``name`` is imported (now, if it already is)."""
     module = sys.modules.get(name)
     if module is not None:

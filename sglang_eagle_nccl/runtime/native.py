@@ -12,8 +12,6 @@ side parses nothing. Until then the env plugin serves the real environment, whic
 already made the profile's.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -31,7 +29,7 @@ PLUGIN_VARS = (ENV_PLUGIN, TUNER_PLUGIN)
 READS_PREFIX = "nccl-reads-"
 
 
-def plugin_env(data: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str | None]:
+def plugin_env(data: "Mapping[str, Any]", environ: "Mapping[str, str]") -> dict[str, str | None]:
     """``NCCL_ENV_PLUGIN`` / ``NCCL_TUNER_PLUGIN`` for this process (None: unset); raises ProfileError."""
     from sglang_eagle_nccl.nccl.native.location import is_ours, library_file, present
 
@@ -69,11 +67,11 @@ def plugin_env(data: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str,
     return {var: None for var in PLUGIN_VARS if environ.get(var) and is_ours(environ[var])}
 
 
-def _values(env: Mapping[str, str]) -> dict[str, str]:
+def _values(env: "Mapping[str, str]") -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in PLUGIN_VARS}
 
 
-def start(desired: Mapping[str, str], data: Mapping[str, Any], run_dir: str | None) -> None:
+def start(desired: "Mapping[str, str]", data: "Mapping[str, Any]", run_dir: str | None) -> None:
     """At activation, before the environment is written: give the env plugin its values.
 
     From then on NCCL reads the profile through the plugin, in this process, whatever a later
@@ -98,7 +96,7 @@ def start(desired: Mapping[str, str], data: Mapping[str, Any], run_dir: str | No
     after_import("ctypes", _configure_late)
 
 
-def _configure(path: str, desired: Mapping[str, str], data: Mapping[str, Any], run_dir: str | None) -> None:
+def _configure(path: str, desired: "Mapping[str, str]", data: "Mapping[str, Any]", run_dir: str | None) -> None:
     from sglang_eagle_nccl.nccl.native.env_control import load
 
     control = load(path)
@@ -108,7 +106,7 @@ def _configure(path: str, desired: Mapping[str, str], data: Mapping[str, Any], r
         _open_reads_log(control, run_dir)
 
 
-def _configure_late(_ctypes: Any) -> None:
+def _configure_late(_ctypes: "Any") -> None:
     """``ctypes`` was just imported: configure the env plugin with what is expected now.
 
     The environment was written at activation, so a failure here cannot be undone atomically;
@@ -127,7 +125,7 @@ def _configure_late(_ctypes: Any) -> None:
             refuse_sglang(exc)
 
 
-def _open_reads_log(control: Any, run_dir: str) -> None:
+def _open_reads_log(control: "Any", run_dir: str) -> None:
     reads = _reads_path(run_dir)
     problem = control.open_reads_log(reads)
     if problem is None:
@@ -188,7 +186,7 @@ def sync() -> None:
     )
 
 
-def _flush(lib: Any) -> None:
+def _flush(lib: "Any") -> None:
     try:
         lib.flush_reads_counts()
     except Exception:  # noqa: BLE001 - at exit: nothing left to report to

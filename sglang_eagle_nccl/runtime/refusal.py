@@ -11,8 +11,6 @@ Two situations:
   or raises the error to the caller of the Engine API.
 """
 
-from __future__ import annotations
-
 import sys
 
 from sglang_eagle_nccl.errors import PluginStop
@@ -58,7 +56,7 @@ def refuse_sglang(exc: BaseException) -> None:
         once="refused",
     )
 
-    def refuse(_module: Any) -> None:
+    def refuse(_module: "Any") -> None:
         raise RefusedError(
             f"sglang-eagle-nccl: the requested NCCL profile cannot be applied, so SGLang is not started "
             f"without it:\n{message}"
@@ -67,7 +65,7 @@ def refuse_sglang(exc: BaseException) -> None:
     after_import("sglang", refuse)
 
 
-def stop(exc: PluginStop) -> NoReturn:
+def stop(exc: "PluginStop") -> "NoReturn":
     """End SGLang's start-up: exit 2 with the message from the server CLI, raise it elsewhere."""
     if is_sglang_server_cli(list(getattr(sys, "orig_argv", sys.argv))):
         log(str(exc))

@@ -7,8 +7,6 @@ lazily from the validated plain data the first time a hook needs it, by which ti
 imported everything that construction needs anyway.
 """
 
-from __future__ import annotations
-
 import _thread
 
 TYPE_CHECKING = False  # typing is not imported at interpreter start (annotations are strings)
@@ -70,28 +68,28 @@ class ProcessState:
         self.lock = _RLock()
 
     @property
-    def profile(self) -> Profile | None:
+    def profile(self) -> "Profile | None":
         if self._profile is None and self.data is not None:
             from sglang_eagle_nccl.profile.model import Profile
 
             self._profile = Profile.from_validated_data(self.data)
         return self._profile
 
-    def set_profile(self, data: dict[str, Any], profile: Profile | None) -> None:
+    def set_profile(self, data: "dict[str, Any]", profile: "Profile | None") -> None:
         self.data = data
         self._profile = profile
 
     @property
-    def policy(self) -> dict[str, Any]:
+    def policy(self) -> "dict[str, Any]":
         return (self.data or {}).get("policy", {})
 
 
 STATE = ProcessState()
 
-_current_group: Any = None
+_current_group: "Any" = None
 
 
-def current_group_var() -> Any:
+def current_group_var() -> "Any":
     """ContextVar naming the SGLang group whose GroupCoordinator.__init__ is running."""
     global _current_group
     if _current_group is None:
@@ -106,7 +104,7 @@ def reset() -> None:
     STATE.__init__()  # type: ignore[misc]
 
 
-def record(event: str, **fields: Any) -> None:
+def record(event: str, **fields: "Any") -> None:
     """One audit record of this process (kept in memory until the process joins a launch)."""
     if STATE.audit is not None:
         STATE.audit.write(event, **fields)

@@ -114,7 +114,7 @@ ACTIVATE = """
          "set SGLANG_EAGLE_NCCL_NODE_RANK to this node's --node-rank (0, 1, ...) or unset it"),
         ({"SGLANG_EAGLE_NCCL": "no-such-profile"}, "no-such-profile",
          "use a built-in profile (audit-only, debug, pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file"),
-        ({"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_PROFILE": "sen2.e30.-"}, "SGLANG_EAGLE_NCCL_PROFILE", UNSET_WIRE),
+        ({"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_PROFILE": "sen3.7b7d.-"}, "SGLANG_EAGLE_NCCL_PROFILE", UNSET_WIRE),
     ],
 )
 def test_refusal_changes_nothing_and_says_so_once(env, named, fix, tmp_path):

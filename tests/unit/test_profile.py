@@ -143,7 +143,8 @@ def test_serialised_profile_refuses_non_nccl_names_in_groups():
         wire.decode(text, {})
 
 
-@pytest.mark.parametrize("text", ["", "{", "[]", '{"v": 2}', "sen2..", "sen2.e30.-", "sen1.e30.-", "sen2.!!!!.-"])
+@pytest.mark.parametrize("text", ["", "{", "[]", '{"v": 2}', "sen3..", "sen3.7b7d.-", "sen2.e30.-", "sen3.!!!!.-", "sen3.7B7D.-",
+     "sen3.7b 7d.-", "sen3.7b7.-"])
 def test_serialised_profile_malformed(text):
     with pytest.raises(ProfileError):
         wire.decode(text, {})

@@ -138,6 +138,37 @@ def test_processes_of_an_env_launch_join_its_directory(venv_python, tmp_path):
     assert "nothing real was audited" in verdict.stdout
 
 
+# What an SGLang child may import at interpreter start beyond a bare interpreter: the plugin's
+# start-up modules and the two C modules of the digest check. Every other module is start-up cost
+# in every process SGLang spawns (issue 11: activation <= 5 ms); these in particular cost it before.
+START_UP_EXTRA = {"_sha256", "_sha2", "_operator"}
+NOT_AT_START = {"__future__", "binascii", "base64", "hashlib", "hmac", "errno", "dataclasses", "typing", "re",
+                "json", "enum", "threading", "ctypes", "inspect", "packaging", "wrapt"}
+
+
+def _imported(python: Path, env: dict[str, str]) -> list[str]:
+    proc = subprocess.run([str(python), "-X", "importtime", "-c", "pass"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return [ln.rsplit("|", 1)[1].strip() for ln in proc.stderr.splitlines() if ln.startswith("import time:")][1:]
+
+
+def test_child_start_imports_only_the_start_up_modules(venv_python, tmp_path):
+    """A child of a launch (signed serialised profile inherited) imports nothing heavy at start."""
+    cli = venv_python.parent / "sglang-eagle-nccl"
+    inputs = {"SGLANG_EAGLE_NCCL_AUDIT_DIR": str(tmp_path / "audit")}
+    printed = subprocess.run([str(cli), "env", "--profile", "pcie-8gpu", "--format", "json"], capture_output=True,
+                             text=True, env=_env(**inputs), timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    child = _env(**inputs, **json.loads(printed.stdout), SGLANG_EAGLE_NCCL_ROOT_PID="1")
+    extra = set(_imported(venv_python, child)) - set(_imported(venv_python, _env(**inputs)))
+    assert "sglang_eagle_nccl.runtime.activation" in extra  # it did activate
+    assert "sglang_eagle_nccl.profile.resolve" not in extra  # through the signed wire, not re-validation
+    foreign = {m for m in extra if not m.startswith("sglang_eagle_nccl")} - START_UP_EXTRA
+    assert not foreign, sorted(foreign)
+    assert not extra & NOT_AT_START
+
+
 def test_child_uses_serialised_profile_not_files(venv_python, tmp_path):
     """A spawned child rebuilds the profile from the one env var, even if the file is gone."""
     prof = tmp_path / "mine.toml"

@@ -5,8 +5,6 @@ before anything else runs; the library is loaded through ctypes (:mod:`.library`
 imported, still before the first NCCL call.
 """
 
-from __future__ import annotations
-
 import os
 
 LIBRARY_FILE = "libsglang_eagle_nccl_nccl.so"
