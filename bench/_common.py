@@ -68,8 +68,14 @@ def layered_venv(base_python: Path, wheel: Path, dest: Path) -> Path:
     python = dest / "bin" / "python"
     site = Path(_purelib(python))
     (site / "00-base-venv.pth").write_text(f"import site; site.addsitedir({_purelib(base_python)!r})\n")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check", str(wheel)],
-                   check=True, stdout=subprocess.DEVNULL)
+    # --ignore-installed: the base venv may hold a plugin of the same version (ci/ installs one), which
+    # pip would call "already satisfied" and skip -- the benchmark would then measure that older copy.
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
+                    "--disable-pip-version-check", str(wheel)], check=True, stdout=subprocess.DEVNULL)
+    found = subprocess.run([str(python), "-c", "import sglang_eagle_nccl; print(sglang_eagle_nccl.__file__)"],
+                           check=True, capture_output=True, text=True, cwd=str(dest)).stdout.strip()
+    if not found.startswith(str(site)):
+        raise SystemExit(f"the layered venv imports the plugin from {found}, not from the wheel in {site}")
     return python
 
 

@@ -18,7 +18,6 @@ from sglang_eagle_nccl import names
 from sglang_eagle_nccl.errors import PluginStop
 from sglang_eagle_nccl.log import log
 from sglang_eagle_nccl.runtime import activation
-from sglang_eagle_nccl.runtime.refusal import message_of, refuse_sglang
 from sglang_eagle_nccl.runtime.state import STATE
 
 TYPE_CHECKING = False
@@ -42,6 +41,8 @@ def _install_after_import(_module: "Any") -> None:
         installer.install_patches()
         native.sync()
     except BaseException as exc:
+        from sglang_eagle_nccl.runtime.refusal import message_of
+
         log(message_of(exc))
         if isinstance(exc, PluginStop) and names.is_sglang_server_cli(list(getattr(sys, "orig_argv", sys.argv))):
             # SGLang's own server CLI is a launcher: refused with exit 2 and the message above,
@@ -69,6 +70,9 @@ def interpreter_start(*, enabled: bool, cli_flags: bool) -> None:
     except BaseException as exc:  # noqa: BLE001 - fail closed for SGLang, keep every other program running
         if isinstance(exc, KeyboardInterrupt):
             raise
+        # Imported only on failure: every SGLang child runs this at interpreter start.
+        from sglang_eagle_nccl.runtime.refusal import refuse_sglang
+
         refuse_sglang(exc)
         return
     # Launch flags wherever SGLang's server arguments are parsed in a launch's root: SGLang's own
@@ -105,5 +109,7 @@ def sglang_plugin() -> None:
     except BaseException as exc:  # noqa: BLE001 - fail closed
         if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             raise
+        from sglang_eagle_nccl.runtime.refusal import message_of
+
         log(message_of(exc))
         raise SystemExit(2) from None

@@ -31,7 +31,7 @@ READS_PREFIX = "nccl-reads-"
 
 def plugin_env(data: "Mapping[str, Any]", environ: "Mapping[str, str]") -> dict[str, str | None]:
     """``NCCL_ENV_PLUGIN`` / ``NCCL_TUNER_PLUGIN`` for this process (None: unset); raises ProfileError."""
-    from sglang_eagle_nccl.nccl.native.location import is_ours, library_file, present
+    from sglang_eagle_nccl._native_location import is_ours, library_file, present
 
     rules = bool(data.get("tuner_rules"))
     if present():

@@ -14,7 +14,7 @@ NAME = "sglang_eagle_nccl"
 
 # Lowest first. A module may import only from its own layer or lower ones.
 LAYERS = [
-    {"names", "errors", "log", "_json_light", "_toml", "_files", "findings"},
+    {"names", "errors", "log", "_json_light", "_toml", "_files", "_native_location", "findings"},
     {"nccl"},
     {"profile"},
     {"audit"},

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sglang_eagle_nccl._native_location import LIBRARY_FILE  # noqa: E402 - one name for both modules
 from sglang_eagle_nccl.nccl.native.env_control import EnvControl, encode, errno_text
-from sglang_eagle_nccl.nccl.native.location import LIBRARY_FILE  # noqa: E402 - one name for both modules
 from sglang_eagle_nccl.nccl.tuner_rules import (
     ALGORITHMS,
     COLLECTIVE_IDS,

@@ -1,5 +1,7 @@
-"""Where the installed native library is, without loading anything (interpreter-start cheap).
+"""Where the installed native library (``nccl/native/``) is, without loading anything.
 
+At the package's top level, not in ``nccl/native/``, because activation imports it at interpreter
+start in every SGLang child: from there it would import two package ``__init__`` files first.
 Activation sets ``NCCL_ENV_PLUGIN`` / ``NCCL_TUNER_PLUGIN`` from this process's own installation
 before anything else runs; the library is loaded through ctypes (:mod:`.library`) only once SGLang is
 imported, still before the first NCCL call.
@@ -8,7 +10,7 @@ imported, still before the first NCCL call.
 import os
 
 LIBRARY_FILE = "libsglang_eagle_nccl_nccl.so"
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nccl", "native")
 
 
 def library_file() -> str:
