@@ -15,6 +15,7 @@ import os
 import queue as queue_mod
 import signal
 import socket
+import threading
 import time
 import traceback
 from typing import Any
@@ -24,6 +25,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _stop_here() -> None:
+    """Stop this process (SIGSTOP) without this thread taking one more step.
+
+    A process-directed SIGSTOP sent from a secondary thread may stop the process a moment after
+    kill() returns: the check's thread then went on into the real all-gather, its payload reached
+    the peer, the peer's check passed, and the peer hung later in SGLang's own collective instead
+    (seen under load). So the signal goes to this thread, and the thread never continues anyway.
+    """
+    signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
+    while True:
+        time.sleep(60)
 
 
 def _stall_inside_check(group: str, where: str) -> None:
@@ -41,7 +55,7 @@ def _stall_inside_check(group: str, where: str) -> None:
     def stalling(cpu_group: Any, group_name: str, env: Any, **kw: Any) -> Any:
         if group_name == group:
             if where == "barrier":
-                os.kill(os.getpid(), signal.SIGSTOP)
+                _stop_here()
             else:
                 import torch.distributed.distributed_c10d as c10d
 
@@ -52,7 +66,7 @@ def _stall_inside_check(group: str, where: str) -> None:
                     # all_gather_object: sizes first (1st call), then the pickled payloads (2nd).
                     calls.append(None)
                     if len(calls) == 2:
-                        os.kill(os.getpid(), signal.SIGSTOP)
+                        _stop_here()
                     return real_all_gather(*args, **kwargs)
 
                 c10d.all_gather = all_gather
