@@ -367,10 +367,7 @@ def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool, ba
     pins = pins_file(version)
     constraints.write_text(TORCH_PIN + "\n" + (pins.read_text() if pins.is_file() else ""))
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    # --no-compile: pip would byte-compile every file it installs (torch, transformers, sympy: ~7000
-    # files, a CPU-minute per venv on a 2-core machine); Python compiles the few hundred a test run
-    # imports the first time, and keeps them.
-    pip = [vpy, "-m", "pip", "install", "--quiet", "--no-compile", "-c", str(constraints)]
+    pip = [vpy, "-m", "pip", "install", "--quiet", "-c", str(constraints)]
 
     deps = [TORCH_PIN, *COMMON_DEPS, *spec.deps]
     what = f"installing {len(deps)} dependencies" + (" (those the base lacks or pins differently)" if base else "")
