@@ -175,10 +175,6 @@ def input_disagreements(recorded: "Mapping[str, str]", environ: "Mapping[str, st
 # --- encode / decode ----------------------------------------------------------------------------
 
 
-def _hex_encode(raw: bytes) -> str:
-    return raw.hex()
-
-
 _HEX_CHARS = frozenset("0123456789abcdef")
 
 
@@ -201,7 +197,7 @@ def encode(profile_data: "Mapping[str, Any]", *, inputs: "Mapping[str, str]", ru
         "inputs": dict(inputs),
         "run_dir": run_dir,
     }
-    payload = _hex_encode(dumps(body).encode("utf-8"))
+    payload = dumps(body).encode("utf-8").hex()
     # key None: this user's key, created if need be; b"" (or no key possible): unsigned, so readers
     # run every check themselves.
     key = ensure_key() if key is None else key
