@@ -127,6 +127,7 @@ def _check_eagle(report: Report) -> None:
         assert draft <= {"tp:0", "attention_tp:0", "attn_tp:0"}, e
         assert draft or e.get("draft_note"), e
         assert verify <= {"tp:0", "attention_tp:0", "attn_tp:0"}, e
+        assert "EAGLE" in e["worker"].upper(), e  # recorded by the EAGLE worker's own hook
     assert len({e["pid"] for e in report.eagle}) == 2  # one per TP rank
 
 
@@ -186,11 +187,23 @@ def _engine(models, env: dict[str, str], tmp_path: Path, **extra) -> tuple[list[
     return json.loads(line.split(" ", 1)[1]), proc.stderr
 
 
-def test_engine_api_enabled_by_environment(models, e2e_env, tmp_path):
-    env = dict(e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
-    output, _ = _engine(models, env, tmp_path)
+@pytest.fixture(scope="module")
+def engine_by_environment(models, tmp_path_factory) -> tuple[list[int], str, Path]:
+    """One Engine enabled by the environment (``SGLANG_EAGLE_NCCL=pcie-8gpu``): its tokens, its
+    stderr (every process lists its imports: PYTHONPROFILEIMPORTTIME) and its audit root. Shared by
+    the Engine-API test and the not-enabled comparison, which need the same engine started once."""
+    tmp_path = tmp_path_factory.mktemp("engine-by-environment")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    env = dict(run.full_env(2, env, PYTHONWARNINGS="ignore"), PYTHONPROFILEIMPORTTIME="1",
+               SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
+    output, stderr = _engine(models, env, tmp_path)
+    return output, stderr, tmp_path / "audit"
+
+
+def test_engine_api_enabled_by_environment(engine_by_environment):
+    output, _, audit_root = engine_by_environment
     assert len(output) == 6
-    report = load_report(tmp_path / "audit")
+    report = load_report(audit_root)
     _check_profile_everywhere(report, SEED)
     _check_eagle(report)
     roles = {p.role for p in report.processes}
@@ -239,10 +252,10 @@ def test_sglang_wins_policy_keeps_sglangs_value(models, e2e_env, tmp_path):
 
 
 @pytest.mark.newest_only
-def test_installed_but_not_enabled_changes_nothing(models, e2e_env, tmp_path):
+def test_installed_but_not_enabled_changes_nothing(models, e2e_env, tmp_path, engine_by_environment):
     """Same engine without the plugin enabled: no audit directory, no plugin module imported in
     any SGLang process (PYTHONPROFILEIMPORTTIME makes every process list its imports), and the same
-    tokens as with the plugin enabled."""
+    tokens as with the plugin enabled (the Engine-API test's engine)."""
     audit_root = tmp_path / "audit"
     off = dict(e2e_env, PYTHONPROFILEIMPORTTIME="1", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(audit_root))
     off.pop("SGLANG_EAGLE_NCCL", None)
@@ -255,20 +268,10 @@ def test_installed_but_not_enabled_changes_nothing(models, e2e_env, tmp_path):
     native = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) >= (0, 5, 11)
     assert imported <= ({"sglang_eagle_nccl", "sglang_eagle_nccl._gate", "sglang_eagle_nccl.names"} if native else set()), imported
     assert "NCCL_PROTO" not in stderr_off and "sglang-eagle-nccl]" not in stderr_off
-    on = dict(off, SGLANG_EAGLE_NCCL="pcie-8gpu")
-    out_on, stderr_on = _engine(models, on, tmp_path)
-    assert "sglang_eagle_nccl" in stderr_on  # positive control: the probe does see the plugin
+    out_on, stderr_on, _ = engine_by_environment
+    # Positive control: the same probe lists the plugin's start-up modules when it is enabled.
+    assert "sglang_eagle_nccl.runtime.bootstrap" in stderr_on
     assert out_on == out_off  # greedy decoding: identical tokens with and without the plugin
-
-
-@pytest.mark.skipif(not EAGLE, reason="EAGLE on CPU needs SGLang >= 0.5.23 (its KV-pool setup launches a Triton kernel before that)")
-def test_eagle_draft_and_verify_reuse_the_tp_group(models, e2e_env, tmp_path):
-    env = dict(e2e_env, SGLANG_EAGLE_NCCL="audit-only", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
-    _engine(models, env, tmp_path)
-    report = load_report(tmp_path / "audit")
-    _check_eagle(report)
-    workers = {e["worker"] for e in report.eagle}
-    assert workers and all("EAGLE" in w.upper() for w in workers), workers
 
 
 @pytest.mark.newest_only
