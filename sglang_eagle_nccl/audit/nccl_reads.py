@@ -8,7 +8,10 @@ expectation its audit records, per-group values when NCCL read with a group labe
   ``sglang_wins``);
 - ⚠ NCCL got the profile's value but the environment said otherwise at that moment (something
   wrote the variable after activation; the plugin kept NCCL on the profile);
-- ✓ otherwise. Variables the profile does not set are listed, not judged.
+- ✓ otherwise, for a process in which NCCL read at least one variable. Variables the profile does
+  not set are listed, not judged;
+- – NCCL read nothing through the env plugin in that process (it never loaded NCCL, as on a CPU
+  machine, or loaded it without the plugin): nothing was checked, so no ✓.
 
 Files are opened the way every audit file is: never following symlinks, never blocking on a FIFO.
 """
@@ -111,12 +114,20 @@ def read_reads(run_dir: str | Path) -> dict[int, ProcessReads]:
 
 @dataclass
 class ReadsVerdict:
-    verdict: str  # ok / warn / fail
+    verdict: str  # ok / warn / fail / absent
     notes: list[str]
 
 
 def judge_reads(reads: ProcessReads, expected: Mapping[str, str], groups: Mapping[str, Mapping[str, str]],
                 keep: Iterable[str]) -> ReadsVerdict:
+    if not reads.reads:
+        # A reads log with no read: the library was configured (torch imports ctypes) but NCCL never
+        # asked for a variable. A ✓ here would vouch for reads that never happened.
+        if reads.env_init is None:
+            why = "NCCL never initialised the env plugin in this process (NCCL not loaded here, or loaded without it)"
+        else:
+            why = "NCCL initialised the env plugin but read no variable through it"
+        return ReadsVerdict("absent", [f"{why}: nothing read, nothing to check"])
     keep = set(keep)
     notes: list[str] = []
     verdicts: list[str] = []

@@ -361,7 +361,8 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             rv = judge_reads(got, last_exp.env if last_exp else {}, last_exp.groups if last_exp else {},
                              last_exp.keep if last_exp else ())
             verdicts.append(rv.verdict)  # type: ignore[arg-type]
-            notes += [f"NCCL's own reads: {n}" for n in rv.notes]
+            if rv.verdict != "absent":  # "nothing read" is said once, in the reads section
+                notes += [f"NCCL's own reads: {n}" for n in rv.notes]
             nccl_reads[proc.pid] = {**got.to_dict(), "verdict": rv.verdict, "notes": rv.notes}
         for rec in proc.events("eagle_groups"):
             eagle.append({"pid": proc.pid, **{k: rec.get(k) for k in ("worker", "draft", "verify", "draft_note")}})
@@ -486,7 +487,8 @@ def format_text(report: Report) -> str:
         from sglang_eagle_nccl.audit.nccl_reads import ProcessReads, read_lines
 
         holder = ProcessReads(pid, r["file"], reads=r["reads"])
-        version = f"NCCL {r.get('nccl_version') or '?'}, env plugin {r.get('env_plugin_abi') or '?'}"
+        version = (f"NCCL {r.get('nccl_version') or '?'}, env plugin {r.get('env_plugin_abi') or '?'}"
+                   if r.get("nccl_version") or r.get("env_plugin_abi") else "NCCL did not load the env plugin")
         lines.append(f"  {MARK[r['verdict']]} pid {pid} ({version}): {len(r['reads'])} read(s)")
         lines += [f"        {x}" for x in read_lines(holder)]
         lines += [f"        {n}" for n in r["notes"]]
@@ -524,9 +526,13 @@ def format_text(report: Report) -> str:
         lines.append("Problems")
         lines += [f"  ✗ {p}" for p in report.problems]
         lines.append("")
+    # Say what the ✓ covers: with no NCCL communicator checked (all "–", e.g. gloo on CPU) it vouches
+    # for the processes only.
+    checked_comms = any(c.verdict != "absent" for c in report.communicators)
     lines.append(
         f"Verdict: {MARK[report.verdict]} "
-        + {"ok": "the profile is in force in every audited process and communicator",
+        + {"ok": "the profile is in force in every audited process and communicator" if checked_comms else
+                 "the profile is in force in every audited process (no NCCL communicator existed to check)",
            "warn": "in force, with warnings above",
            "fail": "the profile is NOT shown to be in force everywhere (see above)",
            "absent": "nothing to judge"}[report.verdict]

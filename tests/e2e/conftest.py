@@ -24,7 +24,13 @@ def models(tmp_path_factory):
     return target, draft
 
 
-@pytest.fixture
-def e2e_env(tmp_path):
+@pytest.fixture(scope="session")
+def e2e_base_env() -> dict[str, str]:
+    """This environment without any NCCL or plugin variable, plus what a TP=2 CPU engine needs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
     return run.full_env(2, env, PYTHONWARNINGS="ignore")
+
+
+@pytest.fixture
+def e2e_env(e2e_base_env):
+    return dict(e2e_base_env)  # a copy per test: a test may change its own

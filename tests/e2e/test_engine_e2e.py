@@ -188,14 +188,13 @@ def _engine(models, env: dict[str, str], tmp_path: Path, **extra) -> tuple[list[
 
 
 @pytest.fixture(scope="module")
-def engine_by_environment(models, tmp_path_factory) -> tuple[list[int], str, Path]:
+def engine_by_environment(models, e2e_base_env, tmp_path_factory) -> tuple[list[int], str, Path]:
     """One Engine enabled by the environment (``SGLANG_EAGLE_NCCL=pcie-8gpu``): its tokens, its
     stderr (every process lists its imports: PYTHONPROFILEIMPORTTIME) and its audit root. Shared by
     the Engine-API test and the not-enabled comparison, which need the same engine started once."""
     tmp_path = tmp_path_factory.mktemp("engine-by-environment")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
-    env = dict(run.full_env(2, env, PYTHONWARNINGS="ignore"), PYTHONPROFILEIMPORTTIME="1",
-               SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
+    env = dict(e2e_base_env, PYTHONPROFILEIMPORTTIME="1", SGLANG_EAGLE_NCCL="pcie-8gpu",
+               SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
     output, stderr = _engine(models, env, tmp_path)
     return output, stderr, tmp_path / "audit"
 

@@ -382,3 +382,48 @@ def test_fuzz_the_reader_raises_only_the_plugins_own_errors(contents):
         for u in report.unreadable:
             if u.line is None:
                 assert u.file not in judged
+
+
+def _reads_file(run: Path, pid: int, records: list[dict]) -> None:
+    (run / f"nccl-reads-h-{pid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+@pytest.mark.parametrize(
+    "records,mark,text",
+    [
+        # What a CPU rank leaves: the library was configured, NCCL never loaded it.
+        ([{"event": "counts", "reads": []}], "–", "NCCL never initialised the env plugin"),
+        ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"}], "–", "read no variable through it"),
+        ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
+          {"event": "read", "name": "NCCL_PROTO", "value": "LL", "source": "profile"}], "✓", "NCCL_PROTO=LL  [profile]"),
+        ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
+          {"event": "read", "name": "NCCL_PROTO", "value": "Simple", "source": "environment"}], "✗",
+         "NCCL read NCCL_PROTO=Simple (environment); the profile says LL"),
+    ],
+    ids=["never-loaded", "no-reads", "read-as-profiled", "read-otherwise"],
+)
+def test_nccl_reads_are_a_check_only_when_nccl_read_something(tmp_path, records, mark, text):
+    """A ✓ under "NCCL's own reads" vouches for reads that happened; a log without any is "–"."""
+    run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": good_process()}, META)
+    _reads_file(run, 100, records)
+    report = load_report(run)
+    out = format_text(report)
+    section = out.split("NCCL's own reads (native env plugin)", 1)[1]
+    assert f"  {mark} pid 100 (" in section, section
+    assert text in section, section
+    process = next(p for p in report.processes if p.pid == 100)
+    assert process.verdict == ("fail" if mark == "✗" else "ok"), process
+    if mark == "–":  # said once, in the reads section, not as a note on the process
+        assert not any("NCCL's own reads" in n for n in process.notes), process.notes
+
+
+def test_the_verdict_line_says_when_no_communicator_was_checked(tmp_path):
+    """Only gloo groups (a CPU launch): the ✓ covers the processes, and the verdict line says so."""
+    gloo = good_process()
+    gloo[-1] = {**gloo[-1], "torch_comm": "gloo", "backend": "gloo"}
+    run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": gloo}, META)
+    report = load_report(run)
+    assert report.verdict == "ok" and all(c.verdict == "absent" for c in report.communicators), report.communicators
+    assert format_text(report).endswith("(no NCCL communicator existed to check)")
+    run = write_launch(tmp_path / "run2", {"proc-h-100.jsonl": good_process()}, META)
+    assert format_text(load_report(run)).endswith("in every audited process and communicator")
