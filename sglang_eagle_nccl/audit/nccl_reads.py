@@ -8,10 +8,11 @@ expectation its audit records, per-group values when NCCL read with a group labe
   ``sglang_wins``);
 - ⚠ NCCL got the profile's value but the environment said otherwise at that moment (something
   wrote the variable after activation; the plugin kept NCCL on the profile);
-- ✓ otherwise, for a process in which NCCL read at least one variable. Variables the profile does
+- ✓ otherwise, where NCCL read at least one variable the profile sets. Variables the profile does
   not set are listed, not judged;
-- – NCCL read nothing through the env plugin in that process (it never loaded NCCL, as on a CPU
-  machine, or loaded it without the plugin): nothing was checked, so no ✓.
+- – NCCL read none of the profile's variables through the env plugin in that process (it never
+  loaded NCCL, as on a CPU machine, loaded it without the plugin, or read only other variables):
+  nothing was checked, so no ✓.
 
 Files are opened the way every audit file is: never following symlinks, never blocking on a FIFO.
 """
@@ -120,14 +121,6 @@ class ReadsVerdict:
 
 def judge_reads(reads: ProcessReads, expected: Mapping[str, str], groups: Mapping[str, Mapping[str, str]],
                 keep: Iterable[str]) -> ReadsVerdict:
-    if not reads.reads:
-        # A reads log with no read: the library was configured (torch imports ctypes) but NCCL never
-        # asked for a variable. A ✓ here would vouch for reads that never happened.
-        if reads.env_init is None:
-            why = "NCCL never initialised the env plugin in this process (NCCL not loaded here, or loaded without it)"
-        else:
-            why = "NCCL initialised the env plugin but read no variable through it"
-        return ReadsVerdict("absent", [f"{why}: nothing read, nothing to check"])
     keep = set(keep)
     notes: list[str] = []
     verdicts: list[str] = []
@@ -149,8 +142,21 @@ def judge_reads(reads: ProcessReads, expected: Mapping[str, str], groups: Mappin
                 f"the environment held {name}={env} when NCCL read it (written after activation); "
                 f"NCCL got the profile's {value}"
             )
+        else:
+            verdicts.append("ok")
+    if not verdicts:
+        # Nothing judged: a ✓ here would vouch for reads that never happened. The log exists once the
+        # library is configured (torch imports ctypes), whether or not NCCL ever loads it.
+        if reads.reads:
+            why = (f"NCCL read {len(reads.reads)} variable(s), none that the profile sets for NCCL to take "
+                   "(or only variables left to SGLang)")
+        elif reads.env_init is None:
+            why = "NCCL never initialised the env plugin in this process (NCCL not loaded here, or loaded without it)"
+        else:
+            why = "NCCL initialised the env plugin but read no variable through it"
+        return ReadsVerdict("absent", [f"{why}: nothing to check"])
     order = {"ok": 0, "warn": 1, "fail": 2}
-    return ReadsVerdict(max(verdicts, key=order.__getitem__, default="ok"), notes)
+    return ReadsVerdict(max(verdicts, key=order.__getitem__), notes)
 
 
 def read_lines(reads: ProcessReads) -> list[str]:

@@ -394,13 +394,17 @@ def _reads_file(run: Path, pid: int, records: list[dict]) -> None:
         # What a CPU rank leaves: the library was configured, NCCL never loaded it.
         ([{"event": "counts", "reads": []}], "–", "NCCL never initialised the env plugin"),
         ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"}], "–", "read no variable through it"),
+        # Reads only of variables the profile does not set: listed, nothing judged.
+        ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
+          {"event": "read", "name": "NCCL_DEBUG", "value": None, "source": "environment"}], "–",
+         "none that the profile sets"),
         ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
           {"event": "read", "name": "NCCL_PROTO", "value": "LL", "source": "profile"}], "✓", "NCCL_PROTO=LL  [profile]"),
         ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
           {"event": "read", "name": "NCCL_PROTO", "value": "Simple", "source": "environment"}], "✗",
          "NCCL read NCCL_PROTO=Simple (environment); the profile says LL"),
     ],
-    ids=["never-loaded", "no-reads", "read-as-profiled", "read-otherwise"],
+    ids=["never-loaded", "no-reads", "only-other-variables", "read-as-profiled", "read-otherwise"],
 )
 def test_nccl_reads_are_a_check_only_when_nccl_read_something(tmp_path, records, mark, text):
     """A ✓ under "NCCL's own reads" vouches for reads that happened; a log without any is "–"."""
