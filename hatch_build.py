@@ -1,7 +1,7 @@
 """Wheel build hook: compile the native NCCL plugins library into the wheel.
 
 With a working C compiler (``$CC``, else ``cc``/``gcc``) the wheel carries
-``sglang_eagle_nccl/nccl/native/libsglang_eagle_nccl_nccl.so`` and is tagged
+``sglang_eagle_nccl/native/libsglang_eagle_nccl_nccl.so`` and is tagged
 ``py3-none-linux_<arch>``: the library is plain C with no Python ABI, so one wheel serves every
 Python >= 3.10. Without one (``CC=false pip wheel .``) the wheel is still built, as
 ``py3-none-any``, and ``build_info.json`` inside the package says why the library is missing;
@@ -21,7 +21,7 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-NATIVE = Path("sglang_eagle_nccl") / "nccl" / "native"
+NATIVE = Path("sglang_eagle_nccl") / "native"
 
 
 def _load_build_module(root: Path) -> Any:

@@ -19,7 +19,7 @@ with window("activation"):
 
     _gate.pth_entry()
 
-from sglang_eagle_nccl.runtime.state import STATE  # noqa: E402
+from sglang_eagle_nccl.inproc.boot.state import STATE  # noqa: E402
 
 # The digest matched: the values were not validated again here (the profile object is built
 # only if a hook needs it).

@@ -83,8 +83,8 @@ class _Watch:
 if FLAGS:
     sys.meta_path.insert(0, _Watch({
         "sglang_eagle_nccl._gate": lambda m: _timed(m, "sglang_plugin", "entry_point_ms"),
-        "sglang_eagle_nccl.runtime.hook_cli": lambda m: _timed(m, "activate_from_cli", "flags_activation_ms"),
-        "sglang_eagle_nccl.runtime.installer": lambda m: _timed(m, "install_patches", "install_patches_ms"),
+        "sglang_eagle_nccl.inproc.hooks.hook_cli": lambda m: _timed(m, "activate_from_cli", "flags_activation_ms"),
+        "sglang_eagle_nccl.inproc.hooks.installer": lambda m: _timed(m, "install_patches", "install_patches_ms"),
     }))
 
 with window("load_plugins"):
@@ -94,8 +94,8 @@ with window("parse"):
     prepare_server_args(argv)
 
 if FLAGS:
-    from sglang_eagle_nccl.runtime.patching import STATE as installed
-    from sglang_eagle_nccl.runtime.state import STATE
+    from sglang_eagle_nccl.inproc.boot.state import STATE
+    from sglang_eagle_nccl.inproc.hooks.patching import STATE as installed
 
     record(active=STATE.active, origin=STATE.origin, installed=installed.installed,
            **{k: round(v, 3) for k, v in spent.items()})

@@ -31,24 +31,24 @@ os.environ["SGLANG_EAGLE_NCCL"] = os.environ.pop("BENCH_GATE")
 modules = len(sys.modules)
 
 with window("activation"):
-    from sglang_eagle_nccl.runtime import activation
+    from sglang_eagle_nccl.inproc.boot import activation
 
     activation.apply(activation.plan(), origin="bench")
 
 with window("registration"):
-    from sglang_eagle_nccl.runtime import installer
+    from sglang_eagle_nccl.inproc.hooks import installer
 
     installer.install_patches(from_entry_point=True)
     if HookRegistry is not None:
         HookRegistry.apply_hooks()
 
 with window("native"):
-    from sglang_eagle_nccl.runtime import native
+    from sglang_eagle_nccl.inproc.boot import native
 
     native.sync()
 
-from sglang_eagle_nccl.runtime.patching import STATE as installed  # noqa: E402
-from sglang_eagle_nccl.runtime.state import STATE  # noqa: E402
+from sglang_eagle_nccl.inproc.boot.state import STATE  # noqa: E402
+from sglang_eagle_nccl.inproc.hooks.patching import STATE as installed  # noqa: E402
 
 record(modules=modules, installed=installed.installed, pending=sorted(installed.pending), patch_set=STATE.selection.patch_set.id,
        index=type(STATE.selection).__name__ == "IndexedSelection")

@@ -27,8 +27,8 @@ sys.path.insert(0, str(REPO))
 
 from packaging.version import Version  # noqa: E402
 
-from sglang_eagle_nccl._toml import loads as toml_loads  # noqa: E402
-from sglang_eagle_nccl.runtime import patchsets  # noqa: E402
+from sglang_eagle_nccl.knowledge._toml import loads as toml_loads  # noqa: E402
+from sglang_eagle_nccl.knowledge.sglang import patchsets  # noqa: E402
 
 
 def cache_dir() -> Path:

@@ -5,14 +5,14 @@ Python interpreter of the environment executes at start-up, multiprocessing ``sp
 children included. When the plugin is not enabled that line is one ``os.environ.get``; this
 module is imported only when ``SGLANG_EAGLE_NCCL`` is set, or by SGLang's own plugin loader
 (>= 0.5.11), which imports every installed plugin's entry point. It imports nothing beyond
-``os`` and ``sys``; the plugin proper (:mod:`sglang_eagle_nccl.runtime.bootstrap`) is imported only when
+``os`` and ``sys``; the plugin proper (:mod:`sglang_eagle_nccl.inproc.boot.bootstrap`) is imported only when
 enabled, or when SGLang's server CLI runs with ``--nccl-*`` flags or ``--help``.
 """
 
 import os
 import sys
 
-from sglang_eagle_nccl.names import ENV_ENABLE, is_enabled, is_sglang_server_cli
+from sglang_eagle_nccl.contract.names import ENV_ENABLE, is_enabled, is_sglang_server_cli
 
 OWN_COMMAND = "sglang-eagle-nccl"
 
@@ -43,7 +43,7 @@ def pth_entry() -> None:
     cli = wants_cli_flags(argv)
     if not (enabled or cli):
         return
-    from sglang_eagle_nccl.runtime import bootstrap
+    from sglang_eagle_nccl.inproc.boot import bootstrap
 
     bootstrap.interpreter_start(enabled=enabled, cli_flags=cli)
 
@@ -61,15 +61,15 @@ def sglang_plugin() -> None:
     enabled or not; this tiny module is that import, and the plugin proper is imported only
     when the gate is set (or the CLI flags already activated it in this process).
     """
-    state = sys.modules.get("sglang_eagle_nccl.runtime.state")
+    state = sys.modules.get("sglang_eagle_nccl.inproc.boot.state")
     if not is_enabled() and not (state is not None and state.STATE.active):
         if wants_cli_flags(list(getattr(sys, "orig_argv", sys.argv))):
             # SGLang's server CLI with --nccl-* or --help: add the launch flags through SGLang's
             # HookRegistry (its plugin loader runs before the arguments are parsed).
-            from sglang_eagle_nccl.runtime import bootstrap
+            from sglang_eagle_nccl.inproc.boot import bootstrap
 
             bootstrap.install_cli_hooks(mechanism="hook_registry")
         return
-    from sglang_eagle_nccl.runtime import bootstrap
+    from sglang_eagle_nccl.inproc.boot import bootstrap
 
     bootstrap.sglang_plugin()

@@ -9,8 +9,21 @@ from pathlib import Path
 
 import pytest
 
+try:
+    from hypothesis import settings
+except ImportError:  # the SGLang venvs' own pytest may lack it; their tests do not use it
+    settings = None
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # tests/support helpers
+
+if settings is not None:
+    # Property tests assert properties, not speed: a loaded 2-core machine must not fail them on
+    # hypothesis' 200 ms deadline. "ci" (the default) is derandomised, so a run is repeatable;
+    # "long" (SGLANG_EAGLE_NCCL_HYPOTHESIS=long, ci/mutation) searches ten times as long.
+    settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+    settings.register_profile("long", deadline=None, max_examples=1000, print_blob=True)
+    settings.load_profile(os.environ.get("SGLANG_EAGLE_NCCL_HYPOTHESIS", "ci"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -78,7 +78,7 @@ def audit_and_parse(ctx: Context, name: str, audit_root: Path, nccl_dir: Path) -
                  timeout=ctx.timeout(120), log=logs_dir / f"{name}-audit.txt")
     logs: list[dict[str, Any]] = []
     if any(p.is_file() for p in nccl_dir.glob("*")):
-        rc, parsed, err = run_json([ctx.python, "-m", "sglang_eagle_nccl.nccl.debug_log", str(nccl_dir)], env=ctx.env,
+        rc, parsed, err = run_json([ctx.python, "-m", "sglang_eagle_nccl.knowledge.nccl.debug_log", str(nccl_dir)], env=ctx.env,
                                    timeout=ctx.timeout(120))
         if isinstance(parsed, list):
             logs = parsed

@@ -34,7 +34,7 @@ def judge_nccl(
     nccl_dir: str = "",
 ) -> dict[str, Any]:
     """Judge one step from the plugin's audit (``audit --nccl-debug-dir --json``) and the parsed
-    NCCL debug files (``python -m sglang_eagle_nccl.nccl.debug_log DIR``). Pure.
+    NCCL debug files (``python -m sglang_eagle_nccl.knowledge.nccl.debug_log DIR``). Pure.
 
     Returns {"problems", "notes", "processes"}: one entry per process NCCL ran in, with the profile
     variables NCCL confirmed, those it did not report, and every disagreement."""

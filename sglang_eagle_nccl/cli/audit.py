@@ -26,8 +26,8 @@ def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None
     Files that are not regular (symlinks, FIFOs, devices) are never opened; unreadable files
     and lines are listed and left out of the verdict.
     """
-    from sglang_eagle_nccl.audit.report import CannotJudge
-    from sglang_eagle_nccl.audit.verdict import format_text, load_report
+    from sglang_eagle_nccl.offline.audit.judge import format_text, load_report
+    from sglang_eagle_nccl.offline.audit.read import CannotJudge
 
     try:
         report = load_report(directory)
@@ -37,7 +37,7 @@ def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None
     nccl_text = ""
     failed = report.verdict == "fail"
     if nccl_debug_dir:
-        from sglang_eagle_nccl.audit.nccl_cross_check import cross_check
+        from sglang_eagle_nccl.offline.audit.nccl_cross_check import cross_check
 
         check = cross_check(report, nccl_debug_dir)
         data["nccl_debug"] = check

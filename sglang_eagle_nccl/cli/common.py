@@ -29,7 +29,7 @@ def fail_input(message: str, *, as_json: bool = False, findings: Sequence[Any] =
 
 
 def resolve_or_exit(profiles: Sequence[str], env_flags: Sequence[str], *, as_json: bool = False, **policy: Any) -> Any:
-    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.contract.findings import ProfileError
     from sglang_eagle_nccl.profile.resolve import resolve
 
     try:
@@ -59,14 +59,14 @@ def environment_profile() -> tuple[Any, str] | None:
     """
     import os
 
-    from sglang_eagle_nccl import names
+    from sglang_eagle_nccl.contract import names
 
     text = os.environ.get(names.ENV_PROFILE)
     if text:
         from sglang_eagle_nccl.profile.model import Profile
-        from sglang_eagle_nccl.profile.wire import decode
+        from sglang_eagle_nccl.profile.resolve import decode_handoff
 
-        decoded = decode(text, os.environ)
+        decoded = decode_handoff(text, os.environ)
         profile = decoded.profile or Profile.from_validated_data(decoded.data)
         return profile, f"{names.ENV_PROFILE} (serialised by a launcher)"
     if names.is_enabled() or os.environ.get(names.ENV_ENV):

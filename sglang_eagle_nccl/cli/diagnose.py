@@ -27,14 +27,14 @@ def doctor(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: 
     """
     import sys
 
-    from sglang_eagle_nccl.diagnose.doctor import format_doctor, run_doctor
+    from sglang_eagle_nccl.offline.doctor import format_doctor, run_doctor
 
     profile = None
     problems: list[str] = []
     if profiles or nccl_env:
         profile = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown).profile
     else:
-        from sglang_eagle_nccl.findings import ProfileError
+        from sglang_eagle_nccl.contract.findings import ProfileError
 
         try:
             found = environment_profile()
@@ -67,11 +67,11 @@ def analyze(logs: tuple[str, ...], audit_dir: str | None, baseline_decode_ms: fl
     has to beat, and the likely bottleneck (verify without CUDA graph, cycle too slow for the
     accept length, NCCL profile not in force on some rank ...).
     """
-    from sglang_eagle_nccl.diagnose.analyze import analyze_logs, format_text, reports_to_json
+    from sglang_eagle_nccl.offline.speclog.analyze import analyze_logs, format_text, reports_to_json
 
     problems: list[str] = []
     if audit_dir:
-        from sglang_eagle_nccl.audit.verdict import load_report, problems_for_analyze
+        from sglang_eagle_nccl.offline.audit.judge import load_report, problems_for_analyze
 
         try:
             problems = problems_for_analyze(load_report(audit_dir))
@@ -94,7 +94,7 @@ def analyze(logs: tuple[str, ...], audit_dir: str | None, baseline_decode_ms: fl
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def estimate(accept_len: float, verify_ms: float, decode_ms: float, as_json: bool) -> None:
     """Back-of-envelope: does speculation win at this accept length and cycle time?"""
-    from sglang_eagle_nccl.diagnose.estimate import estimate as compute
+    from sglang_eagle_nccl.offline.speclog.estimate import estimate as compute
 
     try:
         result = compute(accept_len, verify_ms, decode_ms)

@@ -51,7 +51,7 @@ def profiles_show(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], as_j
     warnings: list[Any] = []
     found = None
     if not (name_or_file or nccl_env):
-        from sglang_eagle_nccl.findings import ProfileError
+        from sglang_eagle_nccl.contract.findings import ProfileError
 
         try:
             found = environment_profile()
@@ -66,7 +66,7 @@ def profiles_show(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], as_j
     if as_json:
         emit_json({**p.to_dict(), "from": origin, "warnings": [w.to_dict() for w in warnings]})
         return
-    from sglang_eagle_nccl.nccl.variables import lookup
+    from sglang_eagle_nccl.knowledge.nccl.variables import lookup
 
     click.echo(f"Profile: {p.name}" + (f"   (from {origin})" if origin else ""))
     if p.description:
@@ -96,7 +96,7 @@ def profiles_show(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], as_j
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def explain(variable: str, as_json: bool) -> None:
     """What NCCL does with VARIABLE: values, scope, cross-rank rule, version changes."""
-    from sglang_eagle_nccl.nccl.variables import closest, lookup
+    from sglang_eagle_nccl.knowledge.nccl.variables import closest, lookup
 
     spec = lookup(variable.upper() if variable.upper().startswith(("NCCL_", "TORCH_NCCL_")) else variable)
     if spec is None:
@@ -140,7 +140,7 @@ def validate(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], allow_unk
 
     Reports every problem at once. Exit 0 when valid (warnings allowed), 1 when not.
     """
-    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.contract.findings import ProfileError
     from sglang_eagle_nccl.profile.resolve import resolve
 
     try:

@@ -32,8 +32,8 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     """
     import shlex
 
-    from sglang_eagle_nccl.audit.writer import AuditError, open_launch
-    from sglang_eagle_nccl.runtime.handoff import EXTERNAL_ROOT, child_environment
+    from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
+    from sglang_eagle_nccl.offline.launch.child_env import EXTERNAL_ROOT, child_environment
 
     profile = resolve_or_exit(profiles, nccl_env, allow_unknown=allow_unknown).profile
     run_dir = None
@@ -47,7 +47,7 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
                                 root_pid=EXTERNAL_ROOT if run_dir else None)
     out = {k: v for k, v in updates.items() if v is not None}
-    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.contract.findings import ProfileError
     from sglang_eagle_nccl.profile.limits import check_exec_size
 
     too_big = [f for f in check_exec_size(out, []) if f.severity == "error"]
@@ -103,8 +103,8 @@ def launch(
       sglang-eagle-nccl launch --profile pcie-8gpu -- --model-path M --tp 8 \\
           --speculative-algorithm EAGLE3 --speculative-draft-model-path D
     """
-    from sglang_eagle_nccl.audit.writer import AuditError
-    from sglang_eagle_nccl.launchers.server import plan_launch, run
+    from sglang_eagle_nccl.contract.launch_dir import AuditError
+    from sglang_eagle_nccl.offline.launch.server import plan_launch, run
 
     args = list(server_args)
     if args and args[0] == "--":
@@ -117,7 +117,7 @@ def launch(
         allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None,
     )
     _check_sglang_coverage(resolution.profile, python)
-    from sglang_eagle_nccl.findings import ProfileError
+    from sglang_eagle_nccl.contract.findings import ProfileError
 
     try:
         plan = plan_launch(resolution.profile, args, python=python, dry_run=dry_run)
@@ -168,14 +168,14 @@ def _check_sglang_coverage(profile: Any, python: str | None) -> None:
     """Refuse early (before starting a server) when this SGLang is not covered."""
     if python:
         return  # another interpreter: its own bootstrap checks coverage at start-up
-    from sglang_eagle_nccl.diagnose.doctor import package_version
-    from sglang_eagle_nccl.runtime.patchsets import (
+    from sglang_eagle_nccl.knowledge.sglang.patchsets import (
         PatchSetError,
         check_coverage,
         installed_root,
         require_coverage,
         select,
     )
+    from sglang_eagle_nccl.offline.doctor import package_version
 
     version = package_version("sglang")
     if version is None:
@@ -215,7 +215,7 @@ def preflight(
     gloo on a CPU machine or NCCL on GPUs, so a mismatch or a profile that does not reach a
     communicator shows up in seconds instead of after a model load.
     """
-    from sglang_eagle_nccl.launchers.preflight import PreflightError, run_preflight
+    from sglang_eagle_nccl.offline.launch.preflight import PreflightError, run_preflight
 
     if nnodes > 1 and not dist_init_addr:
         fail_input("--nnodes > 1 needs --dist-init-addr HOST:PORT (the same on every node)", as_json=as_json)

@@ -59,7 +59,7 @@ def sizes(
     Each with the implementation SGLang would pick (custom all-reduce, PCIe IPC, symmetric
     memory, PyNccl, torch ProcessGroupNCCL), predicted from SGLang's source thresholds.
     """
-    from sglang_eagle_nccl.diagnose.sizes import SizesError, format_size_report, size_report
+    from sglang_eagle_nccl.offline.sizes import SizesError, format_size_report, size_report
 
     flags = {
         "interconnect": interconnect,

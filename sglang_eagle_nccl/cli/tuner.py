@@ -28,8 +28,8 @@ def parse_size(text: str) -> int | None:
 
 def rules_from_file(path: str, *, as_json: bool = False) -> tuple[list[Any], list[Any]]:
     """``[[tuner.rules]]`` of a TOML file -> (rules, findings); input errors exit 2."""
-    from sglang_eagle_nccl import _toml
-    from sglang_eagle_nccl.nccl.tuner_rules import parse_rules
+    from sglang_eagle_nccl.knowledge import _toml
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import parse_rules
 
     try:
         data = _toml.loads(Path(path).read_text("utf-8"))
@@ -44,7 +44,7 @@ def rules_from_file(path: str, *, as_json: bool = False) -> tuple[list[Any], lis
 
 
 def _profile_rules(profile: Any) -> list[Any]:
-    from sglang_eagle_nccl.nccl.tuner_rules import rule_from_dict
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_from_dict
 
     return [rule_from_dict(r, f"profile {profile.name}") for r in profile.tuner_rules]
 
@@ -81,9 +81,14 @@ def tuner_cmd(
     The answer comes from the compiled library NCCL loads (called the way NCCL calls it). Exit 2
     when the input is bad or the native library is not available (the message says why).
     """
-    from sglang_eagle_nccl.findings import ProfileError
-    from sglang_eagle_nccl.nccl.native import library
-    from sglang_eagle_nccl.nccl.tuner_rules import COLLECTIVES, check_rules, rule_label, rules_digest
+    from sglang_eagle_nccl.contract.findings import ProfileError
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import (
+        COLLECTIVES,
+        check_rules,
+        rule_label,
+        rules_digest,
+    )
+    from sglang_eagle_nccl.native import library
 
     if (size is None) == (model_config is None):
         fail_input("give either --bytes N (one call) or --model-config PATH (the sizes of a model). "
@@ -143,8 +148,8 @@ def _model_sizes(rules: list[Any], abi: int, model_config: str, *, nranks: int, 
     """The all-reduces of a model's decode / EAGLE / prefill steps, their path, and the tuner's answer."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from sglang_eagle_nccl.diagnose.sizes import SizesError, fmt_bytes, format_size_report, size_report
-    from sglang_eagle_nccl.nccl.native import library
+    from sglang_eagle_nccl.native import library
+    from sglang_eagle_nccl.offline.sizes import SizesError, fmt_bytes, format_size_report, size_report
 
     installed = sglang_version
     if installed is None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from sglang_eagle_nccl.findings import Finding, error
-from sglang_eagle_nccl.names import MAX_ARG_STRLEN
+from sglang_eagle_nccl.contract.findings import Finding, error
+from sglang_eagle_nccl.contract.names import MAX_ARG_STRLEN
 
 # fs/exec.c: limit = min(_STK_LIM / 4 * 3, rlimit(STACK) / 4), never below ARG_MAX (128 KiB).
 KERNEL_ARG_SPACE_CAP = 8 * 1024 * 1024 // 4 * 3

@@ -5,13 +5,13 @@ A profile is data: nothing in it is executed, and no value is expanded except th
 (``NCCL_DEBUG_FILE = "{audit_dir}/nccl.%h.%p.log"``), so NCCL's debug output of a launch lands
 next to its audit records, in the launch's private 0700 directory, instead of a shared
 temporary directory where another user could pre-create the file or plant a symlink. Where
-it may appear is checked with every value (:func:`sglang_eagle_nccl.nccl.parsing.check_placeholder_use`);
+it may appear is checked with every value (:func:`sglang_eagle_nccl.knowledge.nccl.parsing.check_placeholder_use`);
 the profile keeps the placeholder, and each process expands it when it writes the variable into
 its environment, with the launch directory it belongs to.
 
 Without a launch directory there is nothing safe to expand it to (falling back to a shared
 temporary directory is what the placeholder exists to avoid), so :func:`expand_placeholders`
-raises a :class:`~sglang_eagle_nccl.findings.ProfileError` naming the variable: set
+raises a :class:`~sglang_eagle_nccl.contract.findings.ProfileError` naming the variable: set
 ``NCCL_DEBUG_FILE`` to an absolute path instead, or run inside a launch.
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 
-from sglang_eagle_nccl.findings import ProfileError, error
-from sglang_eagle_nccl.nccl.parsing import (
+from sglang_eagle_nccl.contract.findings import ProfileError, error
+from sglang_eagle_nccl.knowledge.nccl.parsing import (
     AUDIT_DIR_PLACEHOLDER,
     PLACEHOLDER_VARIABLES,
     check_placeholder_use,

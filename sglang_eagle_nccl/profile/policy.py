@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from sglang_eagle_nccl import names
-from sglang_eagle_nccl.findings import Finding, error
+from sglang_eagle_nccl.contract import names
+from sglang_eagle_nccl.contract.findings import Finding, error
 
 ConsistencyMode = Literal["error", "warn", "off"]
 MechanismChoice = Literal["auto", "wrapt", "hook_registry"]

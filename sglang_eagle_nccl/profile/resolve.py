@@ -9,7 +9,7 @@ Precedence, lowest first (later sources override earlier ones, variable by varia
 3. ``--nccl-env KEY=VALUE`` flags and policy flags.
 
 Every source is checked before anything is applied; all problems are reported together
-(:class:`~sglang_eagle_nccl.findings.ProfileError`).
+(:class:`~sglang_eagle_nccl.contract.findings.ProfileError`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_eagle_nccl import names
-from sglang_eagle_nccl.findings import Finding, ProfileError, error, warning
-from sglang_eagle_nccl.nccl.tuner_rules import rule_to_dict
+from sglang_eagle_nccl.contract import names
+from sglang_eagle_nccl.contract.findings import Finding, ProfileError, error, warning
+from sglang_eagle_nccl.contract.handoff import Decoded
+from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_to_dict
 from sglang_eagle_nccl.profile.model import KNOWN_GROUPS, Profile
 from sglang_eagle_nccl.profile.policy import policy_from_environ, policy_from_mapping
 from sglang_eagle_nccl.profile.sources import _Layer, load_spec, parse_env_flags, split_env_string
@@ -103,7 +104,7 @@ def validate_layer(
     :func:`resolve` and the wire decoder (:func:`validate_data`) both end here, so a profile read
     back from the environment is held to exactly the rules of one resolved from files and flags.
     """
-    from sglang_eagle_nccl.nccl import variables as nccl_vars
+    from sglang_eagle_nccl.knowledge.nccl import variables as nccl_vars
 
     findings = list(findings)
     policy, f = policy_from_mapping(merged.policy, policy_source)
@@ -203,7 +204,7 @@ def validate_layer(
 def _check_tuner_rules(merged: _Layer, findings: list[Finding]) -> list[Any]:
     """Parse and check the ``[[tuner.rules]]`` of a merged layer (against the profile's own
     NCCL_PROTO / NCCL_ALGO, and each group's where a rule names a group that overrides them)."""
-    from sglang_eagle_nccl.nccl.tuner_rules import check_rules, parse_rules
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import check_rules, parse_rules
 
     rules: list[Any] = []
     for raw, source in merged.tuner_rules:
@@ -255,3 +256,14 @@ def validate_data(data: Mapping[str, Any], *, source: str) -> Profile:
         sources=[str(x) for x in sources] if isinstance(sources, list) else [],
         policy_source=source,
     ).profile
+
+
+def decode_handoff(text: str, environ: Mapping[str, str] | None = None, *, check_inputs: bool = True) -> Decoded:
+    """The serialised profile in ``text`` (``SGLANG_EAGLE_NCCL_PROFILE``), re-validated when unsigned.
+
+    The one decoder (:func:`sglang_eagle_nccl.contract.handoff.decode`) with this module's checks.
+    """
+    from sglang_eagle_nccl.contract import handoff
+
+    return handoff.decode(text, environ, check_inputs=check_inputs,
+                          validate=lambda data: validate_data(data, source=names.ENV_PROFILE))

@@ -14,8 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl.findings import Finding, error
-from sglang_eagle_nccl.names import NODE_RANK_MAX_DIGITS, parse_node_rank
+from sglang_eagle_nccl.contract.findings import Finding, error
+from sglang_eagle_nccl.contract.names import NODE_RANK_MAX_DIGITS, parse_node_rank
 from sglang_eagle_nccl.profile.policy import Sourced
 
 # A profile is a short file: the built-in ones are under 2 KiB, and a 1000-node cluster with
@@ -73,7 +73,7 @@ def _value_to_str(name: str, value: Any, where: str, findings: list[Finding]) ->
     # TOML integers are accepted (NCCL_BUFFSIZE = 16777216); booleans and floats are not,
     # because NCCL would read "true" as 0 and "1.5" as 1.
     if isinstance(value, bool):
-        from sglang_eagle_nccl.nccl.variables import lookup
+        from sglang_eagle_nccl.knowledge.nccl.variables import lookup
 
         # "1"/"0" only fixes an on/off switch: NCCL_PROTO = true needs a protocol list, not "1".
         spec = lookup(name) if isinstance(name, str) else None
@@ -119,8 +119,8 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
     carries no meaning in TOML, and refusing it would only produce a puzzling "invalid
     statement at line 1, column 1".
     """
-    from sglang_eagle_nccl._toml import TOMLDecodeError, nesting_problem
-    from sglang_eagle_nccl._toml import loads as toml_loads
+    from sglang_eagle_nccl.knowledge._toml import TOMLDecodeError, nesting_problem
+    from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 
     findings: list[Finding] = []
     layer = _Layer()
@@ -273,7 +273,7 @@ def check_node_keys(keys: Iterable[str]) -> tuple[dict[str, int], list[Finding]]
 
 
 def read_profile_file(path: str) -> tuple[_Layer, list[Finding]]:
-    from sglang_eagle_nccl._files import UnreadableFile, read_regular_file
+    from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
 
     label = path
     p = Path(path)

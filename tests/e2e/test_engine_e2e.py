@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.audit.report import read_launch
-from sglang_eagle_nccl.audit.verdict import Report, load_report
+from sglang_eagle_nccl.offline.audit.judge import Report, load_report
+from sglang_eagle_nccl.offline.audit.read import read_launch
 from sglang_eagle_nccl.profile.resolve import resolve
 from support import sglang_cpu_run as run
 
@@ -265,11 +265,11 @@ def test_installed_but_not_enabled_changes_nothing(models, e2e_env, tmp_path, en
     # is the gate, which imports only the import-free module of the plugin's variable names while
     # the plugin is off. Older SGLang imports none.
     native = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) >= (0, 5, 11)
-    assert imported <= ({"sglang_eagle_nccl", "sglang_eagle_nccl._gate", "sglang_eagle_nccl.names"} if native else set()), imported
+    assert imported <= ({"sglang_eagle_nccl", "sglang_eagle_nccl._gate", "sglang_eagle_nccl.contract.names"} if native else set()), imported
     assert "NCCL_PROTO" not in stderr_off and "sglang-eagle-nccl]" not in stderr_off
     out_on, stderr_on, _ = engine_by_environment
     # Positive control: the same probe lists the plugin's start-up modules when it is enabled.
-    assert "sglang_eagle_nccl.runtime.bootstrap" in stderr_on
+    assert "sglang_eagle_nccl.inproc.boot.bootstrap" in stderr_on
     assert out_on == out_off  # greedy decoding: identical tokens with and without the plugin
 
 

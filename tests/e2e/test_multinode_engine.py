@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from sglang_eagle_nccl.audit.report import read_launch
-from sglang_eagle_nccl.audit.verdict import load_report
+from sglang_eagle_nccl.offline.audit.judge import load_report
+from sglang_eagle_nccl.offline.audit.read import read_launch
 from support import sglang_cpu_run as run
 
 

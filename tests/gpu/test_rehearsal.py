@@ -159,7 +159,7 @@ def test_rehearsal_native_plugins_env_plugin_loaded_and_reads_audited(rehearsal)
     child = details["child"]
     assert child["mode"] == "ctypes" and child["unique_id_rc"] == 0 and child["nccl_version"] == "2.32.3"
     library = child["plugin_env"]["NCCL_ENV_PLUGIN"]
-    assert library.endswith("/sglang_eagle_nccl/nccl/native/libsglang_eagle_nccl_nccl.so")
+    assert library.endswith("/sglang_eagle_nccl/native/libsglang_eagle_nccl_nccl.so")
     assert child["plugin_env"]["NCCL_TUNER_PLUGIN"] == library  # the profile's [[tuner.rules]] set it too
     assert f"Successfully loaded external env plugin {library}" in details["nccl_plugin_lines"]
     assert "ENV/Plugin: Using sglang-eagle-nccl (v2)" in details["nccl_plugin_lines"]

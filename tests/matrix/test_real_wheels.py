@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.runtime import patchsets
+from sglang_eagle_nccl.knowledge.sglang import patchsets
 
 # Read at collection, before tests/conftest.py points XDG_CACHE_HOME at a temporary folder (it does
 # so that tests sign profiles with a key of their own): the wheels are in the user's cache.

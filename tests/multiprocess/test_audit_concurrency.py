@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 
-from sglang_eagle_nccl.audit.writer import AuditWriter, new_launch_dir
+from sglang_eagle_nccl.contract.launch_dir import new_launch_dir
+from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
 
 RECORDS = 300
 

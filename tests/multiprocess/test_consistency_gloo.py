@@ -20,7 +20,7 @@ def _port() -> int:
 def _rank(rank: int, world: int, port: int, env: dict, die: bool, queue) -> None:
     import torch.distributed as dist
 
-    from sglang_eagle_nccl.audit.consistency import ConsistencyError, check_group
+    from sglang_eagle_nccl.inproc.evidence.consistency import ConsistencyError, check_group
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     group = dist.new_group(list(range(world)), backend="gloo")

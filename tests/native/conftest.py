@@ -1,4 +1,4 @@
-"""Native tier: the C env and tuner plugins (sglang_eagle_nccl/nccl/native).
+"""Native tier: the C env and tuner plugins (sglang_eagle_nccl/native).
 
     pytest tests/native        # part of plain `python -m pytest`; everything here carries the `native` marker
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.nccl.native import library
+from sglang_eagle_nccl.native import library
 from support.native_lib import session_library
 
 HERE = Path(__file__).resolve().parent

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.nccl.native import build, library
+from sglang_eagle_nccl.native import build, library
 from support.wheel_env import fresh_venv
 
 REPO = Path(__file__).resolve().parents[2]
-NATIVE = "sglang_eagle_nccl/nccl/native"
+NATIVE = "sglang_eagle_nccl/native"
 RULES = """
 [[tuner.rules]]
 collective = "allreduce"
@@ -55,7 +55,7 @@ def cli(venv_python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess
 
 
 def installed_library(venv_python: Path) -> Path:
-    code = "from sglang_eagle_nccl.nccl.native import library; print(library.library_path())"
+    code = "from sglang_eagle_nccl.native import library; print(library.library_path())"
     out = subprocess.run(
         [str(venv_python), "-c", code], capture_output=True, text=True, check=True, env=clean_env(), cwd=venv_python.parent
     )
@@ -173,7 +173,7 @@ def test_editable_install_compiles_in_place(tmp_path):
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", str(copy)],
         check=True, env=clean_env(), timeout=300,
     )
-    code = "from sglang_eagle_nccl.nccl.native import library; print(library.status()); print(library.library_path())"
+    code = "from sglang_eagle_nccl.native import library; print(library.status()); print(library.library_path())"
     out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True, env=clean_env(), cwd=tmp_path)
     status_line, path_line = out.stdout.strip().splitlines()
     assert status_line.startswith("(True,")

@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from sglang_eagle_nccl import _toml
 from sglang_eagle_nccl.cli.main import main
-from sglang_eagle_nccl.nccl.native import library
-from sglang_eagle_nccl.nccl.tuner_rules import parse_rules
+from sglang_eagle_nccl.knowledge import _toml
+from sglang_eagle_nccl.knowledge.nccl.tuner_rules import parse_rules
+from sglang_eagle_nccl.native import library
 
 RULES = """
 [[tuner.rules]]

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.nccl.native.library import TABLE_ALGOS, TABLE_PROTOS, TUNER_ABIS
-from sglang_eagle_nccl.nccl.tuner_rules import (
+from sglang_eagle_nccl.knowledge.nccl.tuner_rules import (
     ALGORITHM_IDS,
     COLLECTIVE_IDS,
     PROTOCOL_IDS,
     TunerRule,
     first_match,
 )
+from sglang_eagle_nccl.native.library import TABLE_ALGOS, TABLE_PROTOS, TUNER_ABIS
 
 TABLE_ABIS = [abi for abi in TUNER_ABIS if abi >= 3]
 ALLREDUCE = COLLECTIVE_IDS["AllReduce"]

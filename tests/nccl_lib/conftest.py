@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.nccl.native import library
+from sglang_eagle_nccl.native import library
 from support.native_lib import session_library
 
 HERE = Path(__file__).resolve().parent

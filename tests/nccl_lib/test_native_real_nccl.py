@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.nccl.debug_log import parse_dir
-from sglang_eagle_nccl.nccl.native import build, library
+from sglang_eagle_nccl.knowledge.nccl.debug_log import parse_dir
+from sglang_eagle_nccl.native import build, library
 
 pytestmark = pytest.mark.nccl_lib
 

@@ -3,7 +3,7 @@
 A spawned probe process (tests/probes/nccl_real_probe.py) loads the library with ctypes and
 calls ncclGetVersion + ncclGetUniqueId with NCCL_DEBUG=INFO and
 NCCL_DEBUG_FILE=<tmp>/nccl.%h.%p.log; the files NCCL writes are parsed with
-sglang_eagle_nccl.nccl.debug_log. Skipped only when nvidia-nccl-cu13 is not installed.
+sglang_eagle_nccl.knowledge.nccl.debug_log. Skipped only when nvidia-nccl-cu13 is not installed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from sglang_eagle_nccl.nccl.debug_log import NcclProcessLog, compare, parse_dir
+from sglang_eagle_nccl.knowledge.nccl.debug_log import NcclProcessLog, compare, parse_dir
 
 pytestmark = pytest.mark.nccl_lib
 

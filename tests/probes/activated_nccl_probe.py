@@ -16,7 +16,7 @@ FOREIGN_VALUE = "bogus0"
 
 
 def main(libnccl: str, mode: str) -> int:
-    activated = "sglang_eagle_nccl.runtime.state" in sys.modules
+    activated = "sglang_eagle_nccl.inproc.boot.state" in sys.modules
     if mode == "os.environ":
         os.environ["NCCL_SOCKET_IFNAME"] = FOREIGN_VALUE
     elif mode == "setenv":

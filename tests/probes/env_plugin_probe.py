@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from sglang_eagle_nccl.nccl.native.library import load
+from sglang_eagle_nccl.native.library import load
 
 PROFILE_VALUE = "lo"
 FOREIGN_VALUE = "bogus0"

@@ -33,9 +33,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from sglang_eagle_nccl.audit.report import ProcessRecords, read_launch
-from sglang_eagle_nccl.audit.verdict import MARK, format_text, load_report
-from sglang_eagle_nccl.runtime import patchsets
+from sglang_eagle_nccl.knowledge.sglang import patchsets
+from sglang_eagle_nccl.offline.audit.judge import MARK, format_text, load_report
+from sglang_eagle_nccl.offline.audit.read import ProcessRecords, read_launch
 from support import sglang_cpu_run as cpu
 
 # The decision does not depend on the release beyond which targets it gates in; ci/test proves it
@@ -113,7 +113,7 @@ def damaged_sglang(tmp_path_factory) -> tuple[str, str, list[str]]:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> str:
-    from sglang_eagle_nccl.launchers.sglang_init import write_tiny_config
+    from sglang_eagle_nccl.inproc.preflight_rank import write_tiny_config
 
     return write_tiny_config(str(tmp_path_factory.mktemp("model")))
 

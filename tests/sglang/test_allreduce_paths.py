@@ -22,13 +22,13 @@ import inspect
 import pytest
 from packaging.version import Version
 
-from sglang_eagle_nccl.audit import allreduce_paths as ap
+from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 from support import allreduce_ranks
 
 
 @pytest.fixture(scope="module")
 def ranks(sglang_version):
-    from sglang_eagle_nccl.launchers.preflight import cpu_rank_env
+    from sglang_eagle_nccl.offline.launch.preflight import cpu_rank_env
 
     env = {"SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS": "1", **cpu_rank_env(2)}
     results = allreduce_ranks.run(2, env)

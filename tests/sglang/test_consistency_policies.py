@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_eagle_nccl.audit.report import read_launch
-from sglang_eagle_nccl.audit.verdict import MARK, format_text, load_report
+from sglang_eagle_nccl.offline.audit.judge import MARK, format_text, load_report
+from sglang_eagle_nccl.offline.audit.read import read_launch
 from support.rank_runner import launcher_env, run_ranks
 
 # The check and its policies are the plugin's code over torch's gloo groups, the same on every
@@ -26,7 +26,7 @@ STRAY = ("NCCL_MIN_NCHANNELS", "4")
 
 
 def _env(plugin_env: dict[str, str], **policy: str) -> dict[str, str]:
-    from sglang_eagle_nccl.launchers.preflight import cpu_rank_env
+    from sglang_eagle_nccl.offline.launch.preflight import cpu_rank_env
 
     env = {"SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS": "1", **cpu_rank_env(2)}
     env.update(launcher_env("pcie-8gpu", plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"],

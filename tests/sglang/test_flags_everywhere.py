@@ -24,14 +24,14 @@ CUSTOM = """
     from sglang.srt.server_args import prepare_server_args
     args = prepare_server_args(["--model-path", sys.argv[1], "--nccl-profile", "pcie-8gpu",
                                 "--nccl-env", "NCCL_ALGO=Tree", "--device", "cpu"])
-    from sglang_eagle_nccl.runtime.state import STATE
+    from sglang_eagle_nccl.inproc.boot.state import STATE
     print("PARSED " + json.dumps({"NCCL_ALGO": os.environ.get("NCCL_ALGO"), "NCCL_PROTO": os.environ.get("NCCL_PROTO"),
                                   "active": STATE.active, "profile": (STATE.data or {}).get("name")}))
 """
 
 
 def test_custom_script_gets_the_flags_with_the_gate(plugin_env, tmp_path):
-    from sglang_eagle_nccl.launchers.sglang_init import write_tiny_config
+    from sglang_eagle_nccl.inproc.preflight_rank import write_tiny_config
 
     model = write_tiny_config(str(tmp_path / "model"))
     proc = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(CUSTOM), model], capture_output=True,
@@ -42,7 +42,7 @@ def test_custom_script_gets_the_flags_with_the_gate(plugin_env, tmp_path):
 
 
 def test_custom_script_without_the_gate_gets_sglangs_argparse_error(plugin_env, tmp_path):
-    from sglang_eagle_nccl.launchers.sglang_init import write_tiny_config
+    from sglang_eagle_nccl.inproc.preflight_rank import write_tiny_config
 
     model = write_tiny_config(str(tmp_path / "model"))
     proc = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(CUSTOM), model], capture_output=True,

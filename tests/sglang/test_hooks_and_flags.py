@@ -26,7 +26,7 @@ def _run(code: str, env: dict, timeout: float = 300) -> subprocess.CompletedProc
 
 INSPECT = """
     import json, sys
-    from sglang_eagle_nccl.runtime.patching import is_wrapped
+    from sglang_eagle_nccl.inproc.hooks.patching import is_wrapped
     import sglang.srt.distributed.parallel_state as ps
     import sglang.srt.distributed.device_communicators.pynccl as pyn
     GC, PN = ps.GroupCoordinator, pyn.PyNcclCommunicator
@@ -43,7 +43,7 @@ INSPECT = """
     import sglang.srt.managers.scheduler as sched
     after = {n: GC.__dict__.get(n) for n in COLLECTIVES_PLACEHOLDER if n in GC.__dict__}
     after.update({"pynccl." + n: PN.__dict__.get(n) for n in COLLECTIVES_PLACEHOLDER if n in PN.__dict__})
-    from sglang_eagle_nccl.runtime.patching import STATE as P
+    from sglang_eagle_nccl.inproc.hooks.patching import STATE as P
     out = {
         "group_init": is_wrapped(GC.__init__),
         "pynccl_init": is_wrapped(PN.__init__),

@@ -41,7 +41,7 @@ def test_node_local_variables_may_differ_between_nodes(plugin_env, tmp_path):
         assert data["ok"] and data["audit"]["verdict"] != "fail"
         assert {"world", "tp"} <= {c["group"] for c in data["audit"]["communicators"]}
     # each node's ranks really ran with their own node-local value
-    from sglang_eagle_nccl.audit.report import read_launch
+    from sglang_eagle_nccl.offline.audit.read import read_launch
 
     for node, iface in ((0, "lo"), (1, "eth0")):
         run = Path(out[node][1]["run_dir"])

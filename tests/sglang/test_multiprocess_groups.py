@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_eagle_nccl.audit.verdict import load_report
+from sglang_eagle_nccl.offline.audit.judge import load_report
 from support.rank_runner import launcher_env, run_ranks
 
 CHECK_TIMEOUT = "20"
 
 
 def _env(plugin_env, profile: str) -> dict[str, str]:
-    from sglang_eagle_nccl.launchers.preflight import cpu_rank_env
+    from sglang_eagle_nccl.offline.launch.preflight import cpu_rank_env
 
     env = {"SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS": "1", **cpu_rank_env(2)}
     env.update(launcher_env(profile, plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"], consistency_timeout_s=CHECK_TIMEOUT))
@@ -91,7 +91,7 @@ def test_per_group_override_reaches_eager_pynccl_and_audit_is_honest_about_torch
     results = run_ranks(2, base_env=_env(plugin_env, str(prof)))
     assert [results[r]["status"] for r in (0, 1)] == ["ok", "ok"], results
     report = load_report(tmp_path / "audit")
-    from sglang_eagle_nccl.audit.report import read_launch
+    from sglang_eagle_nccl.offline.audit.read import read_launch
 
     _, procs = read_launch(report.run_dir)
     for proc in procs:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.audit.report import ProcessRecords, read_launch
-from sglang_eagle_nccl.audit.verdict import load_report
+from sglang_eagle_nccl.offline.audit.judge import load_report
+from sglang_eagle_nccl.offline.audit.read import ProcessRecords, read_launch
 
 TARGET = "sglang.srt.entrypoints.engine:_set_envs_and_config"
 VAR = "NCCL_NVLS_ENABLE"
@@ -48,8 +48,8 @@ SCRIPT = """
     before = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
     engine._set_envs_and_config(server_args)
     after = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
-    from sglang_eagle_nccl.runtime.patching import STATE as P
-    from sglang_eagle_nccl.runtime.state import STATE
+    from sglang_eagle_nccl.inproc.hooks.patching import STATE as P
+    from sglang_eagle_nccl.inproc.boot.state import STATE
     print("RESULT " + json.dumps({
         "before": before, "after": after, "expected": STATE.expected_env, "profile": (STATE.data or {}).get("name"),
         "mechanism": P.installed.get("TARGET_PLACEHOLDER"),
@@ -76,7 +76,7 @@ def _modes_for_collection() -> list[str]:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> str:
-    from sglang_eagle_nccl.launchers.sglang_init import write_tiny_config
+    from sglang_eagle_nccl.inproc.preflight_rank import write_tiny_config
 
     return write_tiny_config(str(tmp_path_factory.mktemp("model")))
 

@@ -36,7 +36,7 @@ SCRIPT = """
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> str:
-    from sglang_eagle_nccl.launchers.sglang_init import write_tiny_config
+    from sglang_eagle_nccl.inproc.preflight_rank import write_tiny_config
 
     return write_tiny_config(str(tmp_path_factory.mktemp("model")))
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.nccl.native import build, library
+from sglang_eagle_nccl.native import build, library
 
 
 def session_library(tmp_dir: Path) -> library.NativeLibrary:

@@ -48,7 +48,7 @@ def _stall_inside_check(group: str, where: str) -> None:
     the payloads themselves are exchanged (the peers are inside the all-gather). SIGSTOP keeps
     the process and its gloo connections alive: the peers see silence, not a closed socket.
     """
-    from sglang_eagle_nccl.audit import consistency
+    from sglang_eagle_nccl.inproc.evidence import consistency
 
     original = consistency.check_group
 
@@ -79,9 +79,10 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
           stall_in_check: tuple[str, str] | None = None) -> None:
     os.environ.update(extra_env)
     try:
-        from sglang_eagle_nccl.audit import consistency
-        from sglang_eagle_nccl.runtime import bootstrap, installer
-        from sglang_eagle_nccl.runtime.state import STATE
+        from sglang_eagle_nccl.inproc.boot import bootstrap
+        from sglang_eagle_nccl.inproc.boot.state import STATE
+        from sglang_eagle_nccl.inproc.evidence import consistency
+        from sglang_eagle_nccl.inproc.hooks import installer
 
         bootstrap.activate(origin="test-rank")
         installer.ensure_hooks()
@@ -109,7 +110,7 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
             return inner_check(*args, **kwargs)
 
         consistency.check_group = timed
-        from sglang_eagle_nccl.launchers.sglang_init import init_groups
+        from sglang_eagle_nccl.inproc.preflight_rank import init_groups
 
         start = time.monotonic()
         init_groups(
@@ -173,9 +174,9 @@ def collect_results(procs: list[Any], q: Any, expected: int, timeout: float) -> 
 
 def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
     """What a launcher hands its children: the plugin's one hand-off, with one launch directory."""
-    from sglang_eagle_nccl.audit.writer import open_launch
+    from sglang_eagle_nccl.contract.launch_dir import open_launch
+    from sglang_eagle_nccl.offline.launch.child_env import child_environment
     from sglang_eagle_nccl.profile.resolve import resolve
-    from sglang_eagle_nccl.runtime.handoff import child_environment
 
     profile = resolve([profile_spec], use_environ=False, policy_flags=policy).profile
     run_dir = open_launch(audit_root, {"profile": profile.to_dict(), "launcher": "tests/support/rank_runner.py"}, required=True)
@@ -197,7 +198,7 @@ def run_ranks(
     ``stall_in_check=(rank, group, where)``: see :func:`_stall_inside_check`; the stalled rank is
     killed once the others have reported.
     """
-    from sglang_eagle_nccl.runtime.environ import put_back
+    from sglang_eagle_nccl.inproc.env_writer import put_back
 
     per_rank_env = per_rank_env or {}
     saved = {k: os.environ.get(k) for k in base_env}

@@ -13,7 +13,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from sglang_eagle_nccl.audit import allreduce_paths as ap
+from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 
 RELEASES = [
     "0.4.3", "0.4.6", "0.4.7", "0.4.10", "0.5.1", "0.5.2", "0.5.3", "0.5.3.post1", "0.5.4", "0.5.4.post1",

@@ -1,4 +1,4 @@
-"""Tests for sglang_eagle_nccl.diagnose.analyze (SGLang server-log parsing and per-run diagnosis).
+"""Tests for sglang_eagle_nccl.offline.speclog.analyze (SGLang server-log parsing and per-run diagnosis).
 
 Fixtures in tests/fixtures/sglang_logs are written from the format strings of the real
 SGLang wheels; each names the source file and line of every format it uses.
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.diagnose.analyze import (
+from sglang_eagle_nccl.offline.speclog.analyze import (
     RunReport,
     analyze_logs,
     format_text,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.diagnose.analyze import analyze_logs
+from sglang_eagle_nccl.offline.speclog.analyze import analyze_logs
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sglang_logs"
 

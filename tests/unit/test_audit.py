@@ -8,7 +8,8 @@ import stat
 
 import pytest
 
-from sglang_eagle_nccl.audit.writer import AuditError, AuditWriter, new_launch_dir
+from sglang_eagle_nccl.contract.launch_dir import AuditError, new_launch_dir
+from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
 
 
 def test_launch_dir_and_files_are_private(tmp_path):
@@ -79,7 +80,7 @@ def test_full_filesystem_is_loud_not_fatal(tmp_path):
         import resource, signal, sys
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-        from sglang_eagle_nccl.audit.writer import AuditWriter
+        from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
         w = AuditWriter({str(run)!r})
         results = [w.write("tick", payload="x" * 500) for _ in range(50)]
         assert results[0] is True and results[-1] is False, results
@@ -102,7 +103,7 @@ def test_symlink_in_place_of_audit_file_is_refused(tmp_path, capsys):
 
 
 def test_records_hold_no_environment_beyond_nccl(tmp_path, monkeypatch):
-    from sglang_eagle_nccl.runtime.environ import nccl_snapshot
+    from sglang_eagle_nccl.inproc.env_writer import nccl_snapshot
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter2")
     monkeypatch.setenv("NCCL_PROTO", "LL")

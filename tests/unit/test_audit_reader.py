@@ -19,16 +19,16 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.audit.records import (
+from sglang_eagle_nccl.cli.main import main
+from sglang_eagle_nccl.contract.errors import PluginStop
+from sglang_eagle_nccl.offline.audit.judge import format_text, load_report
+from sglang_eagle_nccl.offline.audit.read import find_launch_dir, read_launch_records
+from sglang_eagle_nccl.offline.audit.records import (
     EVENT_SCHEMAS,
     MAX_RECORD_FILE_BYTES,
     CannotJudge,
     record_problem,
 )
-from sglang_eagle_nccl.audit.report import find_launch_dir, read_launch_records
-from sglang_eagle_nccl.audit.verdict import format_text, load_report
-from sglang_eagle_nccl.cli.main import main
-from sglang_eagle_nccl.errors import PluginStop
 
 ENV = {"NCCL_PROTO": "LL"}
 
@@ -258,7 +258,7 @@ def test_every_event_the_writer_emits_has_a_schema():
 
     sources = [
         Path(__file__).resolve().parents[2] / "sglang_eagle_nccl" / rel
-        for rel in ("runtime/hooks.py", "runtime/bootstrap.py", "launchers/preflight.py")
+        for rel in ("inproc/hooks/handlers.py", "inproc/boot/bootstrap.py", "offline/launch/preflight.py")
     ]
     emitted = set()
     for src in sources:
@@ -270,7 +270,8 @@ def test_every_event_the_writer_emits_has_a_schema():
 
 
 def test_valid_records_of_the_real_writer_pass_the_schema(tmp_path):
-    from sglang_eagle_nccl.audit.writer import AuditWriter, new_launch_dir
+    from sglang_eagle_nccl.contract.launch_dir import new_launch_dir
+    from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
 
     run = new_launch_dir(tmp_path)
     w = AuditWriter(run, role="child")

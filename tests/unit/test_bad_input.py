@@ -269,13 +269,13 @@ def test_json_errors_are_machine_readable(runner, clean_environ):
 def test_env_command_prints_gate_profile_and_nccl_values(runner, clean_environ, tmp_path):
     import json
 
-    from sglang_eagle_nccl.profile import wire
+    from sglang_eagle_nccl.profile.resolve import decode_handoff
 
     result = runner.invoke(main, ["env", "--profile", "pcie-8gpu", "--format", "json", "--audit-dir", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output
     env = json.loads(result.output)
     assert env["SGLANG_EAGLE_NCCL"] == "1" and env["NCCL_PROTO"] == "LL"
-    decoded = wire.decode(env["SGLANG_EAGLE_NCCL_PROFILE"], env)
+    decoded = decode_handoff(env["SGLANG_EAGLE_NCCL_PROFILE"], env)
     assert decoded.data["env"]["NCCL_BUFFSIZE"] == "16777216"
     assert (tmp_path / "a").is_dir() and decoded.run_dir.startswith(str(tmp_path / "a"))
     assert all(k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL")) for k in env)

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from sglang_eagle_nccl.cli.main import main
-from sglang_eagle_nccl.launchers.server import node_rank_from_args
-from sglang_eagle_nccl.profile import wire
+from sglang_eagle_nccl.offline.launch.server import node_rank_from_args
+from sglang_eagle_nccl.profile.resolve import decode_handoff
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_dry_run_writes_nothing(runner, clean_environ, tmp_path, monkeypatch):
     plan = json.loads(res.output)
     assert plan["run_dir"] is None and plan["argv"][-4:] == ["--model-path", "M", "--tp", "2"]
     assert not audit.exists() and not cache.exists()
-    assert wire.decode(plan["env"]["SGLANG_EAGLE_NCCL_PROFILE"], {k: v for k, v in plan["env"].items() if v}).data["name"] == "pcie-8gpu"
+    assert decode_handoff(plan["env"]["SGLANG_EAGLE_NCCL_PROFILE"], {k: v for k, v in plan["env"].items() if v}).data["name"] == "pcie-8gpu"
 
 
 def test_missing_python_is_exit_2_and_leaves_nothing(runner, clean_environ, tmp_path):

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from sglang_eagle_nccl.audit.consistency import compare, fingerprint, format_error, must_match_part, payload
+from sglang_eagle_nccl.inproc.evidence.consistency import (
+    compare,
+    fingerprint,
+    format_error,
+    must_match_part,
+    payload,
+)
 
 
 def test_node_local_and_free_variables_are_not_compared():

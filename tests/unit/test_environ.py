@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from sglang_eagle_nccl.runtime import environ as envmod
+from sglang_eagle_nccl.inproc import env_writer as envmod
 
 
 def test_apply_reports_added_changed_unchanged(clean_environ):

@@ -1,4 +1,4 @@
-"""Tests for sglang_eagle_nccl.diagnose.estimate (back-of-envelope speculative-decoding math)."""
+"""Tests for sglang_eagle_nccl.offline.speclog.estimate (back-of-envelope speculative-decoding math)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.diagnose.estimate import (
+from sglang_eagle_nccl.offline.speclog.estimate import (
     ASSUMPTIONS,
     Estimate,
     estimate,

@@ -174,7 +174,7 @@ def test_missing_torch_and_plugin_are_named_with_exit_2(tmp_path):
 # step (d): the native plugins in a one-rank communicator (pure judging)
 # ------------------------------------------------------------------------------------------------
 
-LIB = "/v/site-packages/sglang_eagle_nccl/nccl/native/libsglang_eagle_nccl_nccl.so"
+LIB = "/v/site-packages/sglang_eagle_nccl/native/libsglang_eagle_nccl_nccl.so"
 ENV_LOADED = f"Successfully loaded external env plugin {LIB}"
 TUNER_LOADED = f"Successfully loaded external tuner plugin {LIB}"
 IFNAME_READ = {"name": "NCCL_SOCKET_IFNAME", "value": "lo", "source": "profile", "environment": "lo",

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.findings import ProfileError
-from sglang_eagle_nccl.profile import wire
-from sglang_eagle_nccl.profile.resolve import resolve
+from sglang_eagle_nccl.contract import handoff as wire
+from sglang_eagle_nccl.contract.findings import ProfileError
+from sglang_eagle_nccl.profile.resolve import decode_handoff, resolve
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ UNSET_WIRE = (
 def test_unsigned_wire_values_get_every_check(env, variable, fix):
     text = wire.encode(_data(**env), inputs={}, run_dir=None, key=b"")
     with pytest.raises(ProfileError) as info:
-        wire.decode(text, {})
+        decode_handoff(text, {})
     (finding,) = info.value.errors
     assert finding.variable == variable and finding.fix == fix, finding
     assert next(iter(env)) in str(info.value)  # the offending variable is named either way
@@ -53,13 +53,13 @@ def test_forged_digest_is_not_trusted(tmp_path, monkeypatch):
     """A digest computed with someone else's key (or by hand) buys no shortcut."""
     text = wire.encode(_data(NCCL_BUFFSIZE="4M"), inputs={}, run_dir=None, key=b"x" * 32)
     with pytest.raises(ProfileError) as info:
-        wire.decode(text, {})
+        decode_handoff(text, {})
     assert "NCCL_BUFFSIZE" in str(info.value)
 
 
 def test_signed_wire_is_trusted_and_equal():
     p = resolve(["pcie-8gpu"], use_environ=False).profile
-    decoded = wire.decode(wire.encode(p.to_dict(), inputs={}, run_dir="/srv/audit/x"), {})
+    decoded = decode_handoff(wire.encode(p.to_dict(), inputs={}, run_dir="/srv/audit/x"), {})
     assert decoded.trusted and decoded.data == p.to_dict() and decoded.run_dir == "/srv/audit/x"
 
 
@@ -73,13 +73,13 @@ def test_stale_wire_refused_naming_the_variable():
     p = resolve(["pcie-8gpu"], use_environ=False).profile
     text = wire.encode(p.to_dict(), inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir=None)
     with pytest.raises(ProfileError) as info:
-        wire.decode(text, {"SGLANG_EAGLE_NCCL": "debug", "SGLANG_EAGLE_NCCL_PROFILE": text})
+        decode_handoff(text, {"SGLANG_EAGLE_NCCL": "debug", "SGLANG_EAGLE_NCCL_PROFILE": text})
     message = str(info.value)
     assert "SGLANG_EAGLE_NCCL='debug'" in message and "stale" in message
     assert "unset SGLANG_EAGLE_NCCL_PROFILE" in message
     # An input that appeared after the hand-off is named too.
     with pytest.raises(ProfileError) as info:
-        wire.decode(text, {"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_ENV": "NCCL_ALGO=Tree"})
+        decode_handoff(text, {"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_ENV": "NCCL_ALGO=Tree"})
     assert "SGLANG_EAGLE_NCCL_ENV" in str(info.value)
 
 
@@ -94,8 +94,8 @@ def _child(code: str, env: dict[str, str], tmp_path: Path) -> subprocess.Complet
 ACTIVATE = """
     import json, os
     before = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
-    from sglang_eagle_nccl.runtime import bootstrap
-    from sglang_eagle_nccl.runtime.state import STATE
+    from sglang_eagle_nccl.inproc.boot import bootstrap
+    from sglang_eagle_nccl.inproc.boot.state import STATE
     bootstrap.interpreter_start(enabled=True, cli_flags=False)
     bootstrap.interpreter_start(enabled=True, cli_flags=False)  # a venv runs the .pth line twice
     after = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
@@ -144,15 +144,16 @@ def test_activation_writes_then_children_inherit_one_signed_profile(tmp_path):
     proc = _child(ACTIVATE, {"SGLANG_EAGLE_NCCL": "pcie-8gpu", "NCCL_ALGO": "Tree"}, tmp_path)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["active"] and out["after"]["NCCL_PROTO"] == "LL" and out["after"]["NCCL_ALGO"] == "Ring"
-    decoded = wire.decode(out["after"]["SGLANG_EAGLE_NCCL_PROFILE"], out["after"])
+    decoded = decode_handoff(out["after"]["SGLANG_EAGLE_NCCL_PROFILE"], out["after"])
     assert decoded.inputs == {"SGLANG_EAGLE_NCCL": "pcie-8gpu"}
 
 
 RECONFIGURE = """
     import json, os
-    from sglang_eagle_nccl.runtime import bootstrap, activation
+    from sglang_eagle_nccl.inproc.boot import bootstrap
+    from sglang_eagle_nccl.inproc.boot import activation
     from sglang_eagle_nccl.profile.resolve import resolve
-    from sglang_eagle_nccl.runtime.state import STATE
+    from sglang_eagle_nccl.inproc.boot.state import STATE
     bootstrap.interpreter_start(enabled=True, cli_flags=False)
     activation.reconfigure(resolve(["audit-only"], env_flags=["NCCL_PROTO=Simple"]).profile, reason="test flags")
     print(json.dumps({k: os.environ.get(k) for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE")}))

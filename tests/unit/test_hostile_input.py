@@ -283,10 +283,10 @@ def test_env_command_writes_an_absolute_run_dir_for_a_relative_root(environ_guar
     monkeypatch.chdir(private_tmp)
     result = CliRunner().invoke(main, ["env", "--profile", "pcie-8gpu", "--audit-dir", "rel", "--format", "json"])
     assert result.exit_code == 0, result.output
-    from sglang_eagle_nccl.profile import wire
+    from sglang_eagle_nccl.profile.resolve import decode_handoff
 
     printed = json.loads(result.output)
-    run_dir = wire.decode(printed["SGLANG_EAGLE_NCCL_PROFILE"], printed).run_dir
+    run_dir = decode_handoff(printed["SGLANG_EAGLE_NCCL_PROFILE"], printed).run_dir
     assert os.path.isabs(run_dir) and run_dir.startswith(str(private_tmp / "rel"))
 
 

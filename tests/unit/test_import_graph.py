@@ -12,15 +12,15 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "sglang_eagle_nccl"
 NAME = "sglang_eagle_nccl"
 
-# Lowest first. A module may import only from its own layer or lower ones.
+# Lowest first. A module may import only from its own layer or lower ones. A layer is a top-level
+# subpackage (or module), or a sub-subpackage named "top.sub" where the two sides of one
+# subpackage sit at different heights.
 LAYERS = [
-    {"names", "errors", "log", "_json_light", "_toml", "_files", "_native_location", "findings"},
-    {"nccl"},
-    {"profile"},
-    {"audit"},
-    {"runtime"},
-    {"launchers"},
-    {"diagnose"},
+    {"contract"},
+    {"knowledge"},
+    {"profile", "native"},
+    {"inproc"},
+    {"offline"},
     {"cli", "_gate", "__main__"},
 ]
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 import wrapt
 
-from sglang_eagle_nccl.runtime.import_trigger import after_import
+from sglang_eagle_nccl.inproc.boot.import_trigger import after_import
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl._json_light import JSONLightError, dumps, loads
+from sglang_eagle_nccl.contract.jsonlight import JSONLightError, dumps, loads
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**18), 10**18) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

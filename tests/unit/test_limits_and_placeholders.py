@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from sglang_eagle_nccl.findings import ProfileError
-from sglang_eagle_nccl.names import MAX_ARG_STRLEN
+from sglang_eagle_nccl.contract.findings import ProfileError
+from sglang_eagle_nccl.contract.names import MAX_ARG_STRLEN
 from sglang_eagle_nccl.profile.limits import arg_space, check_exec_size
 from sglang_eagle_nccl.profile.placeholders import expand_placeholders, has_placeholder
 from sglang_eagle_nccl.profile.resolve import resolve

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from sglang_eagle_nccl.nccl.local_files import (
+from sglang_eagle_nccl.knowledge.nccl.local_files import (
     NATIVE_DIR,
     PathFacts,
     check_debug_file_directory,

@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from sglang_eagle_nccl._toml import loads as toml_loads
-from sglang_eagle_nccl.runtime import manifest_index, patchsets
+from sglang_eagle_nccl.contract import manifests as manifest_index
+from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
+from sglang_eagle_nccl.knowledge.sglang import manifest_index as index_writer
+from sglang_eagle_nccl.knowledge.sglang import patchsets
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "patches"
@@ -32,10 +34,10 @@ def _variants(version: str) -> list[str]:
 
 def test_committed_index_is_current():
     text = (MANIFESTS / manifest_index.INDEX_NAME).read_text(encoding="utf-8")
-    assert text == manifest_index.expected_text(str(MANIFESTS)), (
-        "patches/index.json is stale: run `python -m sglang_eagle_nccl.runtime.manifest_index`"
+    assert text == index_writer.expected_text(str(MANIFESTS)), (
+        "patches/index.json is stale: run `python -m sglang_eagle_nccl.knowledge.sglang.manifest_index`"
     )
-    assert manifest_index.main(["--check", str(MANIFESTS)]) == 0
+    assert index_writer.main(["--check", str(MANIFESTS)]) == 0
 
 
 @pytest.mark.parametrize("version", [v for r in _releases() for v in _variants(r)] + ["0.5.24", "0.6.0", "0.4.2", "0.5.5rc1"])
@@ -78,8 +80,8 @@ def test_an_edited_manifest_makes_the_index_unusable(tmp_path):
     manifest = folder / "sglang-0.5.21-latest.toml"
     manifest.write_text(manifest.read_text().replace('handler = "scheduler_env"', 'handler = "engine_env"'))
     assert manifest_index._read(str(folder)) is None
-    assert manifest_index.main(["--check", str(folder)]) == 1
-    assert manifest_index.main([str(folder)]) == 0  # regenerated: usable again, with the edit
+    assert index_writer.main(["--check", str(folder)]) == 1
+    assert index_writer.main([str(folder)]) == 0  # regenerated: usable again, with the edit
     fresh = manifest_index._read(str(folder))
     assert fresh is not None
     hook = next(h for h in fresh[-1].hooks if h.target.endswith("Scheduler.__init__"))
@@ -124,7 +126,7 @@ def test_contains_answers_plain_releases_without_packaging_specifiers():
     import subprocess
 
     code = (
-        "import sys; from packaging.version import Version; from sglang_eagle_nccl.runtime.manifest_index import contains;"
+        "import sys; from packaging.version import Version; from sglang_eagle_nccl.contract.manifests import contains;"
         "assert contains('>=0.5.11,<0.5.21', Version('0.5.17')) and not contains('>=0.5.21', Version('0.5.17'));"
         "print('packaging.specifiers' in sys.modules)"
     )
@@ -146,7 +148,7 @@ def _fake_site(tmp_path: Path, *dist_infos: tuple[str, str]) -> Path:
 
 
 def test_version_is_read_from_the_dist_info_beside_the_package(tmp_path, monkeypatch):
-    from sglang_eagle_nccl.runtime import installer
+    from sglang_eagle_nccl.inproc.hooks import installer
 
     site = _fake_site(tmp_path, ("sglang-0.5.23+cu130.dist-info", "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23+cu130\n\nVersion: 1.0\n"))
     module = type(sys)("sglang")
@@ -158,7 +160,7 @@ def test_version_is_read_from_the_dist_info_beside_the_package(tmp_path, monkeyp
 
 @pytest.mark.parametrize("layout", ["none", "two", "no-version-header"])
 def test_version_lookup_falls_back_when_the_dist_info_is_ambiguous(tmp_path, monkeypatch, layout):
-    from sglang_eagle_nccl.runtime import installer
+    from sglang_eagle_nccl.inproc.hooks import installer
 
     infos = {
         "none": [],

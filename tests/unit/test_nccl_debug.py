@@ -1,4 +1,4 @@
-"""Tests for sglang_eagle_nccl.nccl.debug_log (parser of NCCL debug output + comparison).
+"""Tests for sglang_eagle_nccl.knowledge.nccl.debug_log (parser of NCCL debug output + comparison).
 
 Fixtures in tests/fixtures/nccl_logs are written from NCCL's format strings (each file cites
 them) except nccl.vm.*.log, which are real captures from libnccl 2.32.3 on a CPU machine.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle_nccl.nccl.debug_log import (
+from sglang_eagle_nccl.knowledge.nccl.debug_log import (
     NcclProcessLog,
     compare,
     format_text,

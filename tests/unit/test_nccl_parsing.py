@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from sglang_eagle_nccl.nccl import parsing as p
+from sglang_eagle_nccl.knowledge.nccl import parsing as p
 
 
 @pytest.mark.parametrize(

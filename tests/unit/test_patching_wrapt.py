@@ -12,8 +12,8 @@ import textwrap
 import pytest
 import wrapt
 
-from sglang_eagle_nccl.runtime import patching
-from sglang_eagle_nccl.runtime.patchsets import Hook
+from sglang_eagle_nccl.inproc.hooks import patching
+from sglang_eagle_nccl.knowledge.sglang.patchsets import Hook
 
 MODULE = textwrap.dedent(
     """
@@ -133,7 +133,7 @@ def test_hot_path_method_is_left_alone(fake_module):
 
 
 def test_import_trigger_fires_once_per_callback_even_with_several_waiters(tmp_path, monkeypatch):
-    from sglang_eagle_nccl.runtime.import_trigger import after_import
+    from sglang_eagle_nccl.inproc.boot.import_trigger import after_import
 
     name = f"trig_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{name}.py").write_text("VALUE = 42\n")

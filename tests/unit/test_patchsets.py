@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
-from sglang_eagle_nccl.runtime import patchsets
-from sglang_eagle_nccl.runtime.hooks import HANDLERS
+from sglang_eagle_nccl.inproc.hooks.handlers import HANDLERS
+from sglang_eagle_nccl.knowledge.sglang import patchsets
 
 
 @pytest.mark.parametrize(

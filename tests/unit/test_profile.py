@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.findings import ProfileError
-from sglang_eagle_nccl.nccl import variables as nccl_vars
-from sglang_eagle_nccl.profile import wire
+from sglang_eagle_nccl.contract import handoff as wire
+from sglang_eagle_nccl.contract.findings import ProfileError
+from sglang_eagle_nccl.knowledge.nccl import variables as nccl_vars
 from sglang_eagle_nccl.profile.model import Profile
 from sglang_eagle_nccl.profile.policy import Policy
-from sglang_eagle_nccl.profile.resolve import resolve
+from sglang_eagle_nccl.profile.resolve import decode_handoff, resolve
 from sglang_eagle_nccl.profile.sources import builtin_names, split_env_string
 
 SEED = {
@@ -41,7 +41,7 @@ def test_debug_profile_writes_per_host_per_pid_files():
 def test_every_builtin_profile_is_valid_and_round_trips(name):
     p = resolve([name], use_environ=False).profile
     assert Profile.from_validated_data(p.to_dict()) == p
-    assert wire.decode(wire.encode(p.to_dict(), inputs={}, run_dir=None), {}).data == p.to_dict()
+    assert decode_handoff(wire.encode(p.to_dict(), inputs={}, run_dir=None), {}).data == p.to_dict()
 
 
 def test_layering_later_profile_wins(tmp_path):
@@ -133,21 +133,21 @@ def test_extends_builtin(tmp_path):
 def test_serialised_profile_refuses_non_nccl_names():
     text = wire.encode({"name": "x", "env": {"LD_PRELOAD": "/opt/x.so"}}, inputs={}, run_dir=None)
     with pytest.raises(ProfileError) as info:
-        wire.decode(text, {})
+        decode_handoff(text, {})
     assert "LD_PRELOAD" in str(info.value)
 
 
 def test_serialised_profile_refuses_non_nccl_names_in_groups():
     text = wire.encode({"name": "x", "groups": {"tp": {"PATH": "/opt"}}}, inputs={}, run_dir=None)
     with pytest.raises(ProfileError):
-        wire.decode(text, {})
+        decode_handoff(text, {})
 
 
 @pytest.mark.parametrize("text", ["", "{", "[]", '{"v": 2}', "sen3..", "sen3.7b7d.-", "sen2.e30.-", "sen3.!!!!.-", "sen3.7B7D.-",
      "sen3.7b 7d.-", "sen3.7b7.-"])
 def test_serialised_profile_malformed(text):
     with pytest.raises(ProfileError):
-        wire.decode(text, {})
+        decode_handoff(text, {})
 
 
 # --- random valid profiles round-trip through the single environment variable -------------
@@ -209,8 +209,8 @@ def test_random_valid_profiles_round_trip(parts):
         f = Path(d) / "p.toml"
         f.write_text("\n".join(lines) + "\n")
         p = resolve([str(f)], use_environ=False).profile
-    signed = wire.decode(wire.encode(p.to_dict(), inputs={}, run_dir=None), {})
-    unsigned = wire.decode(wire.encode(p.to_dict(), inputs={}, run_dir=None, key=b""), {})
+    signed = decode_handoff(wire.encode(p.to_dict(), inputs={}, run_dir=None), {})
+    unsigned = decode_handoff(wire.encode(p.to_dict(), inputs={}, run_dir=None, key=b""), {})
     assert signed.trusted and not unsigned.trusted
     assert Profile.from_validated_data(signed.data) == p
     assert unsigned.profile == p

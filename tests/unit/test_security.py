@@ -8,10 +8,11 @@ import stat
 
 import pytest
 
-from sglang_eagle_nccl.audit.writer import AuditWriter, new_launch_dir
-from sglang_eagle_nccl.findings import ProfileError
-from sglang_eagle_nccl.profile import wire
-from sglang_eagle_nccl.profile.resolve import resolve
+from sglang_eagle_nccl.contract import handoff as wire
+from sglang_eagle_nccl.contract.findings import ProfileError
+from sglang_eagle_nccl.contract.launch_dir import new_launch_dir
+from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
+from sglang_eagle_nccl.profile.resolve import decode_handoff, resolve
 
 FORBIDDEN = ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH", "PYTHONPATH", "PYTHONSTARTUP", "CUDA_VISIBLE_DEVICES", "SGLANG_NCCL_SO_PATH", "NCCL", "NCCL_", "TORCH_NCCL", "nccl_debug", "NCCL_DEBUG\nLD_PRELOAD"]
 NOT_NCCL = "set other variables in your shell or service definition, not in an NCCL profile"
@@ -67,7 +68,7 @@ def test_serialised_profile_never_sets_non_nccl(name, section):
     for key in (None, b""):
         text = wire.encode(data, inputs={}, run_dir=None, key=key)
         with pytest.raises(ProfileError) as info:
-            wire.decode(text, {})
+            decode_handoff(text, {})
         assert _fixes(info) == [UNSET_WIRE]
 
 
@@ -93,7 +94,7 @@ def test_profile_cannot_include_other_files(tmp_path):
 def test_audit_files_private_and_only_nccl(tmp_path, monkeypatch):
     monkeypatch.setenv("API_TOKEN", "s3cret")
     monkeypatch.setenv("NCCL_ALGO", "Ring")
-    from sglang_eagle_nccl.names import nccl_snapshot
+    from sglang_eagle_nccl.contract.names import nccl_snapshot
 
     run = new_launch_dir(tmp_path / "root")
     w = AuditWriter(run)

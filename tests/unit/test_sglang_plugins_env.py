@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_eagle_nccl.runtime.patching import entry_point_allowed, sglang_plugins_allowlist
+from sglang_eagle_nccl.inproc.hooks.patching import entry_point_allowed, sglang_plugins_allowlist
 
 
 @pytest.mark.parametrize(
@@ -33,7 +33,7 @@ def test_sglang_plugins_parsing(value, allowlist, allowed):
 
 
 def test_doctor_uses_the_same_parsing(monkeypatch):
-    from sglang_eagle_nccl.diagnose.doctor import run_doctor
+    from sglang_eagle_nccl.offline.doctor import run_doctor
 
     monkeypatch.setenv("SGLANG_PLUGINS", " ")
     assert any("does not list sglang_eagle_nccl" in p for p in run_doctor().problems)
@@ -47,6 +47,6 @@ def test_doctor_uses_the_same_parsing(monkeypatch):
      ("", None), ("-1", None), (" 1", None), ("1 ", None), ("9" * 5000, None)],
 )
 def test_parse_node_rank_is_ascii_only_and_bounded(text, rank):
-    from sglang_eagle_nccl.names import parse_node_rank
+    from sglang_eagle_nccl.contract.names import parse_node_rank
 
     assert parse_node_rank(text) == rank

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from sglang_eagle_nccl.cli.main import main
-from sglang_eagle_nccl.diagnose.sizes import (
+from sglang_eagle_nccl.offline.sizes import (
     SizesError,
     format_size_report,
     model_shape,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_eagle_nccl import _toml
-from sglang_eagle_nccl.findings import ProfileError
-from sglang_eagle_nccl.nccl.parsing import PROTOCOLS, enable_row
-from sglang_eagle_nccl.nccl.tuner_rules import (
+from sglang_eagle_nccl.contract.findings import ProfileError
+from sglang_eagle_nccl.knowledge import _toml
+from sglang_eagle_nccl.knowledge.nccl.parsing import PROTOCOLS, enable_row
+from sglang_eagle_nccl.knowledge.nccl.tuner_rules import (
     TunerRule,
     check_rules,
     first_match,

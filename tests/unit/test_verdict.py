@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from sglang_eagle_nccl.audit.report import read_launch
-from sglang_eagle_nccl.audit.verdict import format_text, judge
-from sglang_eagle_nccl.audit.writer import AuditWriter, open_launch
+from sglang_eagle_nccl.contract.launch_dir import open_launch
+from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
+from sglang_eagle_nccl.offline.audit.judge import format_text, judge
+from sglang_eagle_nccl.offline.audit.read import read_launch
 
 
 def _launch(tmp_path, records_by_pid):

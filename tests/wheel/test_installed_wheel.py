@@ -19,8 +19,8 @@ PROBE = textwrap.dedent(
     def report():
         from importlib import util
         state = None
-        if "sglang_eagle_nccl.runtime.state" in sys.modules:
-            s = sys.modules["sglang_eagle_nccl.runtime.state"].STATE
+        if "sglang_eagle_nccl.inproc.boot.state" in sys.modules:
+            s = sys.modules["sglang_eagle_nccl.inproc.boot.state"].STATE
             state = {"active": s.active, "origin": s.origin, "role": s.role}
         return {
             "pid": os.getpid(),
@@ -141,6 +141,7 @@ def test_processes_of_an_env_launch_join_its_directory(venv_python, tmp_path):
 # What an SGLang child may import at interpreter start beyond a bare interpreter: the plugin's
 # start-up modules and the two C modules of the digest check. Every other module is start-up cost
 # in every process SGLang spawns (issue 11: activation <= 5 ms); these in particular cost it before.
+BOOT = Path(__file__).resolve().parents[2] / "sglang_eagle_nccl" / "inproc" / "boot"
 START_UP_EXTRA = {"_sha256", "_sha2", "_operator"}
 NOT_AT_START = {"__future__", "binascii", "base64", "hashlib", "hmac", "errno", "dataclasses", "typing", "re",
                 "json", "enum", "threading", "ctypes", "inspect", "packaging", "wrapt"}
@@ -162,11 +163,21 @@ def test_child_start_imports_only_the_start_up_modules(venv_python, tmp_path):
     assert printed.returncode == 0, printed.stderr
     child = _env(**inputs, **json.loads(printed.stdout), SGLANG_EAGLE_NCCL_ROOT_PID="1")
     extra = set(_imported(venv_python, child)) - set(_imported(venv_python, _env(**inputs)))
-    assert "sglang_eagle_nccl.runtime.activation" in extra  # it did activate
+    assert "sglang_eagle_nccl.inproc.boot.activation" in extra  # it did activate
     assert "sglang_eagle_nccl.profile.resolve" not in extra  # through the signed wire, not re-validation
     foreign = {m for m in extra if not m.startswith("sglang_eagle_nccl")} - START_UP_EXTRA
     assert not foreign, sorted(foreign)
     assert not extra & NOT_AT_START
+    # The folder is the list: what a child imports at start is inproc/boot/ (all of it), contract/
+    # modules and the gate; a module anywhere else is start-up cost someone forgot to account for.
+    ours = {m for m in extra if m.startswith("sglang_eagle_nccl")}
+    allowed = ("sglang_eagle_nccl.inproc.boot.", "sglang_eagle_nccl.contract.")
+    outside = {m for m in ours if not m.startswith(allowed)} - {
+        "sglang_eagle_nccl", "sglang_eagle_nccl._gate", "sglang_eagle_nccl.inproc", "sglang_eagle_nccl.inproc.boot",
+        "sglang_eagle_nccl.contract"}
+    assert not outside, sorted(outside)
+    boot = {f"sglang_eagle_nccl.inproc.boot.{f.stem}" for f in BOOT.glob("*.py") if f.stem != "__init__"}
+    assert boot <= ours, f"in inproc/boot/ but not imported at start: {sorted(boot - ours)}"
 
 
 def test_child_uses_serialised_profile_not_files(venv_python, tmp_path):

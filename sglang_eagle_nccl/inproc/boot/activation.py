@@ -1,0 +1,358 @@
+"""Applying a profile in this process: decide everything first, then write.
+
+Every way into an enabled process ends here: interpreter start (the ``.pth`` line, or SGLang's
+plugin loader on >= 0.5.11), SGLang's server CLI flags (``--nccl-profile`` ...), and the ranks of
+``preflight``. :func:`plan` reads the profile (the serialised one a parent handed down, through
+the one wire decoder, or the ``SGLANG_EAGLE_NCCL*`` variables) and runs every check; it writes
+nothing. :func:`apply` then writes ``os.environ`` in one go and puts every variable back if
+anything fails half-way, so a process whose profile cannot be applied is exactly as it was.
+
+The first activated process of a launch is its *root* (``SGLANG_EAGLE_NCCL_ROOT_PID`` is not
+set yet); it signs the serialised profile for its children. Children inherit the root's
+decisions, including values SGLang was allowed to win (``sglang_wins``).
+"""
+
+import os
+import sys
+
+from sglang_eagle_nccl.contract import names
+from sglang_eagle_nccl.contract.log import log
+from sglang_eagle_nccl.inproc.boot.state import STATE
+
+TYPE_CHECKING = False  # typing is not imported at interpreter start (annotations are strings)
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping
+    from typing import Any
+
+    from sglang_eagle_nccl.profile.model import Profile
+
+
+class Plan:
+    """Everything :func:`apply` will do, decided and checked before anything is written."""
+
+    __slots__ = ("data", "profile", "wire", "run_dir", "node_rank", "is_root", "desired", "unset", "warnings")
+
+    def __init__(self, data: "dict[str, Any]", profile: "Profile | None", wire: str | None, run_dir: str | None,
+                 node_rank: int | None, is_root: bool, desired: dict[str, str], unset: list[str],
+                 warnings: list[str]) -> None:
+        self.data = data
+        self.profile = profile
+        self.wire = wire  # the inherited serialised profile, kept as it is (None: encode our own)
+        self.run_dir = run_dir
+        self.node_rank = node_rank
+        self.is_root = is_root
+        self.desired = desired
+        self.unset = unset  # variables to remove (a stale native plugin path of another install)
+        self.warnings = warnings
+
+
+# --- deciding -----------------------------------------------------------------------------------
+
+
+def node_rank_from(environ: "Mapping[str, str]") -> int | None:
+    """``SGLANG_EAGLE_NCCL_NODE_RANK`` as a node rank; a value that is not one is an error."""
+    value = environ.get(names.ENV_NODE_RANK)
+    if value is None or value == "":
+        return None
+    rank = names.parse_node_rank(value.strip())
+    if rank is not None:
+        return rank
+    from sglang_eagle_nccl.contract.findings import ProfileError, error
+
+    raise ProfileError([
+        error(names.ENV_NODE_RANK, value,
+              f"must be a node rank: ASCII digits, at most {names.NODE_RANK_MAX_DIGITS} of them",
+              f"set {names.ENV_NODE_RANK} to this node's --node-rank (0, 1, ...) or unset it")
+    ])
+
+
+def _with_native(env: dict[str, str]) -> dict[str, str]:
+    """A new expectation keeps this process's own native plugin variables (decided at activation)."""
+    from sglang_eagle_nccl.inproc.boot.native import PLUGIN_VARS
+
+    env.update({k: v for k, v in STATE.expected_env.items() if k in PLUGIN_VARS})
+    return env
+
+
+def process_env(data: "Mapping[str, Any]", node_rank: int | None, run_dir: str | None = None) -> dict[str, str]:
+    """What a process of node ``node_rank`` must hold: ``[env]`` plus its ``[nodes.<rank>.env]``.
+
+    A value holding the ``{audit_dir}`` placeholder gets the launch's audit directory; until the
+    process knows its launch (SGLang's launcher opens it only at ``_set_envs_and_config``) the
+    variable is left out, and it is written when the launch is joined.
+    """
+    env = dict(data.get("env", {}))
+    if node_rank is not None:
+        env.update(data.get("nodes", {}).get(str(node_rank), {}))
+    # The placeholder module pulls in the finding and parsing machinery (dataclasses, packaging:
+    # ~15 ms at interpreter start); every SGLang child runs this, and almost no profile has one.
+    if not any(names.AUDIT_DIR_PLACEHOLDER in value for value in env.values()):
+        return env
+    from sglang_eagle_nccl.profile.placeholders import expand_placeholders, has_placeholder
+
+    for name, value in list(env.items()):
+        if has_placeholder(value):
+            if run_dir:
+                env[name] = expand_placeholders(name, value, run_dir)
+            else:
+                del env[name]
+    return env
+
+
+def _validate_handed_down(data: "dict[str, Any]") -> "Profile":
+    # Only for a hand-off no validating process of this user provably wrote: the full checks,
+    # with the whole NCCL knowledge base (never imported at start on the signed path).
+    from sglang_eagle_nccl.profile.resolve import validate_data
+
+    return validate_data(data, source=names.ENV_PROFILE)
+
+
+def plan(profile: "Profile | None" = None, environ: "Mapping[str, str] | None" = None) -> "Plan":
+    """Read and check the profile for this process; raise ProfileError (nothing written) when unusable.
+
+    ``profile``: one the caller resolved itself (launch flags). Otherwise the serialised profile a
+    parent handed down (``SGLANG_EAGLE_NCCL_PROFILE``), else the ``SGLANG_EAGLE_NCCL*`` variables.
+    """
+    environ = os.environ if environ is None else environ
+    warnings: list[str] = []
+    wire_text = None
+    run_dir = None
+    if profile is not None:
+        data = profile.to_dict()
+    else:
+        wire_text = environ.get(names.ENV_PROFILE)
+        if wire_text:
+            from sglang_eagle_nccl.contract.handoff import decode
+
+            decoded = decode(wire_text, environ, validate=_validate_handed_down)
+            data, profile, run_dir = decoded.data, decoded.profile, decoded.run_dir
+        else:
+            wire_text = None
+            from sglang_eagle_nccl.profile.resolve import resolve
+
+            resolution = resolve(environ=environ)
+            profile, data = resolution.profile, resolution.profile.to_dict()
+            warnings = [w.message() for w in resolution.warnings]
+    node_rank = node_rank_from(environ)
+    is_root = names.ENV_ROOT_PID not in environ
+    desired = process_env(data, node_rank, run_dir)
+    if not is_root:
+        # A child inherits what the launcher settled on; where the policy lets SGLang's own write
+        # win, the inherited value is that decision and must stay.
+        keep = set(data.get("policy", {}).get("sglang_wins", ()))
+        desired = {k: v for k, v in desired.items() if not (k in keep and k in environ)}
+    from sglang_eagle_nccl.inproc.boot.native import plugin_env
+
+    native = plugin_env(data, environ)
+    desired.update({k: v for k, v in native.items() if v is not None})
+    unset = [k for k, v in native.items() if v is None]
+    return Plan(data, profile, wire_text, run_dir, node_rank, is_root, desired, unset, warnings)
+
+
+# --- doing --------------------------------------------------------------------------------------
+
+
+def _write_atomically(updates: "Mapping[str, str | None]") -> list[tuple[str, str | None, str | None]]:
+    """Write (None: unset) every variable, or none of them: on any failure, put all back and re-raise."""
+    bad = sorted(k for k in updates if not (names.is_allowed_name(k) or k.startswith(names.ENV_ENABLE)))
+    if bad:  # unreachable through validated profiles; kept so no caller can bypass it
+        raise ValueError(f"refusing to write variables outside NCCL_*/TORCH_NCCL_*/SGLANG_EAGLE_NCCL*: {bad}")
+    before = {k: os.environ.get(k) for k in updates}
+    try:
+        for name in sorted(updates):
+            value = updates[name]
+            if value is None:
+                os.environ.pop(name, None)
+            elif os.environ.get(name) != value:
+                os.environ[name] = value
+    except BaseException:
+        # Imported only here: inproc.env_writer builds dataclasses (~30 ms of imports at interpreter start).
+        from sglang_eagle_nccl.inproc.env_writer import put_back
+
+        put_back(before)
+        raise
+    return [(k, before[k], updates[k]) for k in sorted(updates)]
+
+
+def _signed_wire(data: "Mapping[str, Any]", run_dir: str | None, environ_after: "Mapping[str, str]") -> str:
+    from sglang_eagle_nccl.contract.handoff import current_inputs, encode
+
+    return encode(data, inputs=current_inputs(environ_after), run_dir=run_dir)
+
+
+def describe_invocation(argv: list[str]) -> str:
+    """How this interpreter was started, without its arguments (they may hold secrets)."""
+    exe = os.path.basename(argv[0]) if argv else "python"
+    for i, arg in enumerate(argv[1:], 1):
+        if arg == "-m" and i + 1 < len(argv):
+            return f"{exe} -m {argv[i + 1]}"
+        if arg == "-c" and i + 1 < len(argv):
+            code = argv[i + 1]
+            for known in ("multiprocessing.resource_tracker", "multiprocessing.spawn", "multiprocessing.forkserver"):
+                if known in code:
+                    return f"{exe} -c <{known}>"
+            return f"{exe} -c <code>"
+        if not arg.startswith("-"):
+            return f"{exe} {os.path.basename(arg)}"
+    return exe
+
+
+def invocation() -> str:
+    return describe_invocation(list(getattr(sys, "orig_argv", sys.argv)))
+
+
+def apply(the_plan: "Plan", *, origin: str) -> None:
+    """Write the planned environment (all or nothing) and start this process's audit."""
+    from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
+
+    with STATE.lock:
+        if STATE.active:
+            return
+        updates: dict[str, str | None] = dict(the_plan.desired)
+        updates.update({k: None for k in the_plan.unset})
+        if not names.is_enabled():
+            updates[names.ENV_ENABLE] = "1"  # children must activate too
+        if the_plan.is_root:
+            updates[names.ENV_ROOT_PID] = str(os.getpid())
+        wire_text = the_plan.wire
+        if wire_text is None:
+            after = dict(os.environ)
+            after.update({k: v for k, v in updates.items() if v is not None})
+            wire_text = _signed_wire(the_plan.data, the_plan.run_dir, after)
+        updates[names.ENV_PROFILE] = wire_text
+        # The env plugin gets its values before the environment points NCCL at it.
+        from sglang_eagle_nccl.inproc.boot.native import start
+
+        start(the_plan.desired, the_plan.data, the_plan.run_dir)
+        written = _write_atomically(updates)
+        # Nothing below can leave os.environ half-written: it only records.
+        for name, before, _after in written:
+            STATE.saved_before.setdefault(name, before)
+        STATE.set_profile(the_plan.data, the_plan.profile)
+        STATE.wire = wire_text
+        STATE.node_rank = the_plan.node_rank
+        STATE.is_root = the_plan.is_root
+        STATE.run_dir = the_plan.run_dir
+        STATE.expected_env = dict(the_plan.desired)
+        STATE.origin = origin
+        how = invocation()
+        if "<multiprocessing.resource_tracker>" in how or "<multiprocessing.forkserver>" in how:
+            STATE.role = "multiprocessing-helper"
+        else:
+            STATE.role = "launcher" if the_plan.is_root else "child"
+        policy = the_plan.data.get("policy", {})
+        STATE.audit = AuditWriter(the_plan.run_dir, required=bool(policy.get("audit_required")), role=STATE.role)
+        STATE.active = True
+        applied: dict[str, list[dict[str, Any]]] = {"added": [], "changed": [], "unchanged": []}
+        for name, before, after in written:
+            if name in the_plan.desired:
+                kind = "unchanged" if before == after else ("added" if before is None else "changed")
+                applied[kind].append({"name": name, "kind": kind, "before": before, "after": after})
+        from sglang_eagle_nccl.contract.names import nccl_snapshot
+
+        STATE.audit.write(
+            "process_start",
+            ppid=os.getppid(),
+            origin=origin,
+            python=sys.version.split()[0],
+            invocation=how,
+            profile=the_plan.data.get("name"),
+            profile_sources=the_plan.data.get("sources", []),
+            node_rank=the_plan.node_rank,
+            applied=applied,
+            expected_env=STATE.expected_env,
+            group_envs=the_plan.data.get("groups", {}),
+            sglang_wins=list(policy.get("sglang_wins", ())),
+            env=nccl_snapshot(),
+        )
+    for warning in the_plan.warnings:
+        log(f"warning: {warning}", once=warning)
+
+
+def publish() -> None:
+    """Root only: re-sign the serialised profile after the root changed an input or its launch."""
+    with STATE.lock:
+        if not STATE.is_root or STATE.data is None:
+            return
+        STATE.wire = _signed_wire(STATE.data, STATE.run_dir, os.environ)
+        os.environ[names.ENV_PROFILE] = STATE.wire
+
+
+def _change_expectation(new_desired: dict[str, str], *, reason: str, profile_name: str | None) -> None:
+    """Move this process to a new expected environment (all or nothing), and record it."""
+    from sglang_eagle_nccl.contract.names import nccl_snapshot
+
+    updates: dict[str, str | None] = {
+        # Variables the old expectation set and the new one does not: give back what was there
+        # before the plugin wrote them (a user's own export is not dropped).
+        k: STATE.saved_before.get(k) for k in STATE.expected_env if k not in new_desired
+    }
+    updates.update(new_desired)
+    written = _write_atomically(updates)
+    for name, before, _after in written:
+        STATE.saved_before.setdefault(name, before)
+    STATE.expected_env = dict(new_desired)
+    publish()
+    from sglang_eagle_nccl.inproc.boot.native import resync
+
+    resync()
+    if STATE.audit is not None:
+        STATE.audit.write(
+            "profile_changed",
+            reason=reason,
+            profile=profile_name,
+            node_rank=STATE.node_rank,
+            expected_env=STATE.expected_env,
+            group_envs=(STATE.data or {}).get("groups", {}),
+            sglang_wins=list(STATE.policy.get("sglang_wins", ())),
+            changes=[{"name": n, "before": b, "after": a} for n, b, a in written if b != a],
+            env=nccl_snapshot(),
+        )
+
+
+def reconfigure(profile: "Profile", *, reason: str) -> None:
+    """Replace the active profile (launch flags on top of an environment activation).
+
+    Only before anything was spawned (argument parsing precedes every launch), so re-applying is
+    safe; the change is recorded with the environment expected from now on.
+    """
+    with STATE.lock:
+        old = (STATE.data or {}).get("name")
+        STATE.node_rank = node_rank_from(os.environ)
+        data = profile.to_dict()
+        from sglang_eagle_nccl.inproc.boot.native import plugin_env
+
+        new_desired = process_env(data, STATE.node_rank, STATE.run_dir)
+        new_desired.update({k: v for k, v in plugin_env(data, os.environ).items() if v is not None})
+        STATE.set_profile(data, profile)
+        _change_expectation(new_desired, reason=reason, profile_name=profile.name)
+    log(f"profile '{profile.name}' from {reason} replaces '{old or '-'}'")
+
+
+def set_node_rank(node_rank: int, *, reason: str) -> None:
+    """The node rank became known late (Engine API on a multi-node launch): select its section."""
+    with STATE.lock:
+        if STATE.node_rank == node_rank or STATE.data is None:
+            return
+        _write_atomically({names.ENV_NODE_RANK: str(node_rank)})
+        STATE.node_rank = node_rank
+        _change_expectation(_with_native(process_env(STATE.data, node_rank, STATE.run_dir)), reason=reason,
+                            profile_name=STATE.data.get("name"))
+
+
+def join_launch(run_dir: str) -> None:
+    """This process (a root) opened its launch: audit there, and tell the children."""
+    with STATE.lock:
+        STATE.run_dir = run_dir
+        if STATE.audit is not None:
+            STATE.audit.attach(run_dir)
+        if STATE.data is not None:
+            new = _with_native(process_env(STATE.data, STATE.node_rank, run_dir))
+            if new != STATE.expected_env:
+                # Values naming {audit_dir} (the debug profile's NCCL_DEBUG_FILE) can be written now.
+                _change_expectation(new, reason="the launch directory was opened", profile_name=STATE.data.get("name"))
+                return
+        publish()
+        from sglang_eagle_nccl.inproc.boot.native import resync
+
+        resync()

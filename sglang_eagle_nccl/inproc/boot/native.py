@@ -1,0 +1,219 @@
+"""The native NCCL plugins in this process: which library NCCL loads, what it serves, what it read.
+
+At activation (interpreter start, cheap): :func:`plugin_env` decides ``NCCL_ENV_PLUGIN`` and
+``NCCL_TUNER_PLUGIN`` from this process's own installation; they are written with the profile,
+all or nothing. A plugin of the user's own in those variables is refused: NCCL loads one env and
+one tuner plugin, and a profile the user asked for must not silently lose to another.
+
+Once SGLang is imported (still before the first NCCL call), :func:`sync` loads the library
+through ctypes from the same path, so NCCL's ``dlopen`` finds the instance configured here, and
+hands it the validated values, per-group values, ``sglang_wins`` names and tuner rules. The C
+side parses nothing. Until then the env plugin serves the real environment, which activation has
+already made the profile's.
+"""
+
+import os
+import sys
+
+from sglang_eagle_nccl.contract.log import log
+from sglang_eagle_nccl.inproc.boot.state import STATE, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping
+    from typing import Any
+
+ENV_PLUGIN = "NCCL_ENV_PLUGIN"
+TUNER_PLUGIN = "NCCL_TUNER_PLUGIN"
+PLUGIN_VARS = (ENV_PLUGIN, TUNER_PLUGIN)
+READS_PREFIX = "nccl-reads-"
+
+
+def plugin_env(data: "Mapping[str, Any]", environ: "Mapping[str, str]") -> dict[str, str | None]:
+    """``NCCL_ENV_PLUGIN`` / ``NCCL_TUNER_PLUGIN`` for this process (None: unset); raises ProfileError."""
+    from sglang_eagle_nccl.contract.native_location import is_ours, library_file, present
+
+    rules = bool(data.get("tuner_rules"))
+    if present():
+        for var in PLUGIN_VARS:
+            current = environ.get(var)
+            if current and not is_ours(current):
+                from sglang_eagle_nccl.contract.findings import ProfileError, error
+
+                raise ProfileError([
+                    error(
+                        var, current,
+                        "another NCCL plugin is set here, but sglang-eagle-nccl loads its own "
+                        + ("env plugin (it serves the profile to NCCL and records what NCCL read)" if var == ENV_PLUGIN
+                           else "tuner plugin") + " in every process, and NCCL loads only one",
+                        f"unset {var} (or uninstall sglang-eagle-nccl to use your own plugin)",
+                    )
+                ])
+        lib = library_file()
+        return {ENV_PLUGIN: lib, TUNER_PLUGIN: lib if rules else None}
+    if rules:
+        from sglang_eagle_nccl.contract.findings import ProfileError, error
+        from sglang_eagle_nccl.native.library import status
+
+        raise ProfileError([
+            error(
+                "tuner.rules", None,
+                f"the profile has [[tuner.rules]] but the native tuner plugin is not available here: {status()[1]}",
+                "install sglang-eagle-nccl from a wheel built with a C compiler, or drop the [[tuner.rules]]",
+            )
+        ])
+    # No library in this installation: NCCL reads the environment itself. An inherited path to a
+    # copy of ours elsewhere (a parent in another venv) must not be loaded here.
+    return {var: None for var in PLUGIN_VARS if environ.get(var) and is_ours(environ[var])}
+
+
+def _values(env: "Mapping[str, str]") -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in PLUGIN_VARS}
+
+
+def start(desired: "Mapping[str, str]", data: "Mapping[str, Any]", run_dir: str | None) -> None:
+    """At activation, before the environment is written: give the env plugin its values.
+
+    From then on NCCL reads the profile through the plugin, in this process, whatever a later
+    write to the environment does (and whether or not SGLang is ever imported here). ctypes only.
+
+    Why not always now: importing ``ctypes`` is half of what activation would cost in a fresh
+    interpreter (~2.5 ms of ~5), and every way Python reaches NCCL imports it first -- torch does
+    at its own import, SGLang's PyNccl and any direct binding load libnccl through it -- while
+    NCCL reads nothing before a communicator call. So until some code imports ``ctypes`` the
+    library waits; the moment it is imported (by torch, usually) the values are handed over, from
+    the expectation in force then. Where ``ctypes`` is already loaded it happens here, and a
+    failure stops activation with the environment untouched.
+    """
+    path = desired.get(ENV_PLUGIN)
+    if not path:
+        return
+    if "ctypes" in sys.modules:
+        _configure(path, desired, data, run_dir)
+        return
+    from sglang_eagle_nccl.inproc.boot.import_trigger import after_import
+
+    after_import("ctypes", _configure_late)
+
+
+def _configure(path: str, desired: "Mapping[str, str]", data: "Mapping[str, Any]", run_dir: str | None) -> None:
+    from sglang_eagle_nccl.native.env_control import load
+
+    control = load(path)
+    control.configure(_values(desired), data.get("groups", {}), data.get("policy", {}).get("sglang_wins", ()))
+    STATE.env_control = control
+    if run_dir is not None:
+        _open_reads_log(control, run_dir)
+
+
+def _configure_late(_ctypes: "Any") -> None:
+    """``ctypes`` was just imported: configure the env plugin with what is expected now.
+
+    The environment was written at activation, so a failure here cannot be undone atomically;
+    it fails closed instead: SGLang refuses to start in this process (the library was found at
+    activation, so this means a broken installation or an unwritable launch directory under
+    ``audit_required``)."""
+    with STATE.lock:
+        path = STATE.expected_env.get(ENV_PLUGIN)
+        if not STATE.active or STATE.env_control is not None or STATE.native_info is not None or not path:
+            return
+        try:
+            _configure(path, STATE.expected_env, STATE.data or {}, STATE.run_dir)
+        except Exception as exc:  # noqa: BLE001 - any failure means the profile is not in force
+            from sglang_eagle_nccl.inproc.refusal import refuse_sglang
+
+            refuse_sglang(exc)
+
+
+def _open_reads_log(control: "Any", run_dir: str) -> None:
+    reads = _reads_path(run_dir)
+    problem = control.open_reads_log(reads)
+    if problem is None:
+        STATE.reads_log = reads
+        return
+    message = f"cannot write NCCL's reads log {reads}: {problem}"
+    if STATE.policy.get("audit_required"):
+        from sglang_eagle_nccl.contract.launch_dir import AuditError
+
+        raise AuditError(message + " (audit_required is set)")
+    log(f"WARNING: {message}; NCCL's own reads are not recorded", once="reads-log")
+
+
+def _reads_path(run_dir: str) -> str:
+    from sglang_eagle_nccl.contract.launch_dir import hostname
+
+    return os.path.join(run_dir, f"{READS_PREFIX}{hostname().replace('/', '-')}-{os.getpid()}.jsonl")
+
+
+def sync() -> None:
+    """Configure the library NCCL will load in this process with the profile now in force."""
+    path = STATE.expected_env.get(ENV_PLUGIN)
+    if not path or STATE.data is None:
+        return
+    from pathlib import Path
+
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_from_dict, rules_digest
+    from sglang_eagle_nccl.native.library import NativeUnavailable, load
+
+    try:
+        lib = load(Path(path))
+    except NativeUnavailable as exc:
+        from sglang_eagle_nccl.contract.findings import ProfileError, error
+
+        # The file was there at activation; failing to load it now is a broken installation.
+        raise ProfileError([
+            error(ENV_PLUGIN, path, f"the native plugin library cannot be loaded: {exc}", "reinstall sglang-eagle-nccl")
+        ]) from None
+    rules = [rule_from_dict(r) for r in STATE.data.get("tuner_rules", ())]
+    lib.configure_env(_values(STATE.expected_env), STATE.data.get("groups", {}), STATE.policy.get("sglang_wins", ()))
+    lib.configure_tuner(rules)
+    first = STATE.native_info is None
+    STATE.native_info = {"library_version": lib.library_version(), "rules_digest": rules_digest(rules)}
+    if STATE.run_dir is not None and STATE.reads_log is None:
+        _open_reads_log(lib, STATE.run_dir)
+    if first:
+        import atexit
+
+        # Counts of repeated reads go to the log at exit (NCCL's finalize may never run).
+        atexit.register(_flush, lib)
+    record(
+        "native_plugins",
+        library=path,
+        library_version=STATE.native_info["library_version"],
+        rules_digest=STATE.native_info["rules_digest"],
+        tuner=bool(rules),
+        reads_log=STATE.reads_log,
+    )
+
+
+def _flush(lib: "Any") -> None:
+    try:
+        lib.flush_reads_counts()
+    except Exception:  # noqa: BLE001 - at exit: nothing left to report to
+        pass
+
+
+def resync() -> None:
+    """After the expectation changed (launch flags, node rank, launch joined): hand it over again."""
+    if STATE.native_info is not None:
+        sync()
+    elif STATE.env_control is not None:
+        STATE.env_control.configure(_values(STATE.expected_env), (STATE.data or {}).get("groups", {}),
+                                    STATE.policy.get("sglang_wins", ()))
+        if STATE.run_dir is not None and STATE.reads_log is None:
+            _open_reads_log(STATE.env_control, STATE.run_dir)
+
+
+def select_group(label: str | None) -> None:
+    """Label communicators created from now on (the group hook, around GroupCoordinator.__init__)."""
+    if STATE.env_control is not None:
+        STATE.env_control.select_group(label)
+
+
+def consistency_extras() -> dict[str, str]:
+    """What ranks must agree on besides NCCL variables: the library and its rules, never paths."""
+    info = STATE.native_info or {}
+    return {
+        "(native plugin library)": info.get("library_version", "(none)"),
+        "(tuner rules digest)": info.get("rules_digest", "(none)"),
+    }

@@ -1,1 +1,0 @@
-"""Native NCCL plugins: the C env + tuner plugin library (src/), its build helper and the ctypes layer."""

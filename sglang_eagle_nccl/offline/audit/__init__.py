@@ -1,0 +1,4 @@
+"""Reading a launch directory as hostile input, judging its records, and showing the verdict.
+
+This file imports nothing: importing a subpackage costs nothing.
+"""

@@ -1,0 +1,275 @@
+"""``preflight``: spawn N ranks that run the installed SGLang's real distributed init with the
+plugin active, then audit every group and communicator they built. No model, seconds.
+
+Ranks are real ``multiprocessing`` spawn children (like SGLang's schedulers): they inherit the
+serialised profile through the environment and activate the plugin at interpreter start (or
+explicitly, when running from a source checkout without the ``.pth`` file).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sglang_eagle_nccl.inproc.env_writer import put_back
+from sglang_eagle_nccl.offline.audit.judge import MARK, Report, format_text, load_report
+from sglang_eagle_nccl.offline.launch.child_env import child_environment
+
+
+class PreflightError(RuntimeError):
+    """Preflight could not start (SGLang missing, bad address ...)."""
+
+
+@dataclass
+class RankOutcome:
+    rank: int
+    exitcode: int | None
+    status: str  # ok / error / timeout / died
+    message: str = ""
+    init_path: str = ""
+    exercised: list[str] = field(default_factory=list)
+    traceback: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class PreflightResult:
+    ranks: list[RankOutcome]
+    report: Report | None
+    wall_s: float
+    run_dir: str
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status == "ok" for r in self.ranks) and self.report is not None and self.report.verdict != "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "wall_s": round(self.wall_s, 3),
+            "run_dir": self.run_dir,
+            "ranks": [r.to_dict() for r in self.ranks],
+            "audit": self.report.to_dict() if self.report else None,
+        }
+
+    def format_text(self) -> str:
+        lines = []
+        for r in self.ranks:
+            mark = "✓" if r.status == "ok" else "✗"
+            lines.append(f"{mark} rank {r.rank}: {r.status}" + (f" ({r.init_path})" if r.init_path and r.status == "ok" else "") + (f": {r.message}" if r.message else ""))
+            if r.traceback and r.status != "ok" and "ConsistencyError" not in r.message:
+                lines += ["    " + x for x in r.traceback.strip().splitlines()[-8:]]
+        lines.append("")
+        if self.report is not None:
+            lines.append(format_text(self.report))
+        lines.append("")
+        verdict = "ok" if self.ok else "fail"
+        lines.append(f"Preflight {MARK[verdict]} in {self.wall_s:.1f}s ({len(self.ranks)} rank(s)); audit: {self.run_dir}")
+        return "\n".join(lines)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_rank_env(local_ranks: int) -> dict[str, str]:
+    """SGLang's CPU engine binds each rank to cores and refuses more ranks than NUMA nodes
+    unless told which cores each rank owns; share this machine's cores among the ranks.
+    Only preflight's own rank processes get these (they are not NCCL settings)."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    per = max(1, len(cores) // local_ranks)
+    parts = []
+    for i in range(local_ranks):
+        chunk = cores[(i * per) % len(cores):][:per] or cores[:1]
+        parts.append(f"{chunk[0]}-{chunk[-1]}" if len(chunk) > 1 else str(chunk[0]))
+    # Set even for one local rank: SGLang compares the world size (all nodes) with this
+    # machine's NUMA nodes and refuses when the binding is not explicit.
+    return {"OMP_NUM_THREADS": str(per), "SGLANG_CPU_OMP_THREADS_BIND": "|".join(parts)}
+
+
+def _rank_main(info: dict[str, Any], queue: Any) -> None:
+    """Body of one preflight rank (a spawned process)."""
+    rank = info["rank"]
+    try:
+        from sglang_eagle_nccl.inproc.boot import bootstrap
+        from sglang_eagle_nccl.inproc.boot.state import STATE
+        from sglang_eagle_nccl.inproc.hooks import installer
+
+        # Activated already by the .pth bootstrap when the plugin is installed; explicit here so
+        # a source checkout behaves the same.
+        bootstrap.activate(origin="preflight")
+        installer.ensure_hooks()
+        STATE.role = f"preflight_TP{rank}"
+        if STATE.audit is not None:
+            STATE.audit.role = STATE.role
+            STATE.audit.write("process_role", title=f"sglang::preflight_TP{rank}")
+        import torch
+
+        device = info["device"]
+        if device == "cuda":
+            torch.cuda.set_device(info["local_rank"])
+        from sglang_eagle_nccl.inproc.preflight_rank import exercise, init_groups, known_groups
+
+        path = init_groups(
+            rank=rank, world_size=info["world_size"], local_rank=info["local_rank"], tp_size=info["tp_size"],
+            dp_attention=info["dp_attention"], backend=info["backend"], init_method=info["init_method"],
+            device=device, dist_port=info["dist_port"], nnodes=info["nnodes"], node_rank=info["node_rank"],
+            dist_init_addr=info["dist_init_addr"],
+        )
+        done = exercise(known_groups(), device) if info["exercise"] else []
+        queue.put({"rank": rank, "status": "ok", "init_path": path, "exercised": done})
+        try:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.barrier()
+                dist.destroy_process_group()
+        except Exception:  # noqa: BLE001 - tear-down problems do not change the verdict
+            pass
+    except BaseException as exc:  # noqa: BLE001 - report everything to the parent
+        queue.put({"rank": rank, "status": "error", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        raise SystemExit(1) from None
+
+
+def run_preflight(
+    profile: Any,
+    *,
+    tp_size: int,
+    dp_attention: bool = False,
+    backend: str = "auto",
+    timeout: float = 120.0,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    dist_init_addr: str | None = None,
+    exercise: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> PreflightResult:
+    from importlib.util import find_spec
+
+    say = progress or (lambda _m: None)
+    if find_spec("sglang") is None:
+        raise PreflightError("sglang is not installed in this Python environment; preflight runs the installed SGLang's own init")
+    if tp_size % nnodes:
+        raise PreflightError(f"--tp {tp_size} is not divisible by --nnodes {nnodes}")
+    local_ranks = tp_size // nnodes
+    cuda = False
+    if backend in ("auto", "nccl"):
+        try:
+            import torch
+
+            cuda = torch.cuda.is_available() and torch.cuda.device_count() >= local_ranks
+        except ImportError as exc:
+            raise PreflightError(f"torch is not installed: {exc}") from None
+    if backend == "nccl" and not cuda:
+        raise PreflightError(f"--backend nccl needs {local_ranks} CUDA device(s) on this node")
+    chosen = "nccl" if (backend == "nccl" or (backend == "auto" and cuda)) else "gloo"
+    device = "cuda" if chosen == "nccl" else "cpu"
+    if dist_init_addr:
+        host, _, port_text = dist_init_addr.rpartition(":")
+        if not host or not (port_text.isascii() and port_text.isdigit() and len(port_text) <= 5 and 0 < int(port_text) < 65536):
+            raise PreflightError(f"--dist-init-addr {dist_init_addr!r} must be HOST:PORT")
+        port = int(port_text)
+    else:
+        host, port = "127.0.0.1", _free_port()
+    init_method = f"tcp://{host}:{port}"
+    from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
+
+    meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl preflight", "tp_size": tp_size,
+            "nnodes": nnodes, "node_rank": node_rank}
+    try:
+        # The audit is what preflight produces: without a place to write it, stop here.
+        run_dir = open_launch(profile.policy.audit_dir, meta, required=True)
+    except AuditError as exc:
+        raise PreflightError(f"{exc}; pass --audit-dir to a writable directory") from None
+    assert run_dir is not None
+    # Children inherit the environment at start(): the one hand-off every launcher uses, plus the
+    # CPU binding of preflight's own ranks (not NCCL settings).
+    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
+                                root_pid=str(os.getpid()))
+    cpu_env = cpu_rank_env(local_ranks) if device == "cpu" else {}
+    saved = {k: os.environ.get(k) for k in [*updates, *cpu_env]}
+    for k, v in updates.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    for k, v in cpu_env.items():
+        os.environ.setdefault(k, v)
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = []
+    start = time.monotonic()
+    say(f"[preflight] {tp_size} rank(s) ({local_ranks} on this node), backend {chosen}, profile '{profile.name}', audit {run_dir}")
+    try:
+        for local in range(local_ranks):
+            rank = node_rank * local_ranks + local
+            info = {
+                "rank": rank, "local_rank": local, "world_size": tp_size, "tp_size": tp_size,
+                "dp_attention": dp_attention, "backend": chosen, "init_method": init_method, "device": device,
+                "dist_port": port, "exercise": exercise, "nnodes": nnodes, "node_rank": node_rank,
+                "dist_init_addr": dist_init_addr,
+            }
+            p = ctx.Process(target=_rank_main, args=(info, queue), name=f"preflight-rank{rank}")
+            p.start()
+            procs.append((rank, p))
+    finally:
+        put_back(saved)
+    outcomes: dict[int, RankOutcome] = {}
+    deadline = start + timeout
+    first_failure: float | None = None
+    while any(p.is_alive() for _, p in procs):
+        now = time.monotonic()
+        if now > deadline:
+            break
+        # Once one rank has failed, the others get a grace period to report theirs (the
+        # consistency check errors on every rank), then they are stopped.
+        if first_failure is not None and now - first_failure > 15:
+            break
+        _drain(queue, outcomes)
+        if first_failure is None and any(o.status != "ok" for o in outcomes.values()):
+            first_failure = now
+        time.sleep(0.05)
+    _drain(queue, outcomes)
+    for rank, p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(5)
+            outcomes.setdefault(rank, RankOutcome(rank, p.exitcode, "timeout", f"did not finish within {timeout:.0f}s (killed)"))
+        else:
+            p.join()
+        if rank not in outcomes:
+            outcomes[rank] = RankOutcome(rank, p.exitcode, "died", f"exited with code {p.exitcode} without reporting")
+        else:
+            outcomes[rank].exitcode = p.exitcode
+    wall = time.monotonic() - start
+    try:
+        report = load_report(run_dir)
+    except FileNotFoundError:
+        report = None
+    say(f"[preflight] ranks finished in {wall:.1f}s")
+    return PreflightResult([outcomes[r] for r, _ in procs], report, wall, str(run_dir))
+
+
+def _drain(queue: Any, outcomes: dict[int, RankOutcome]) -> None:
+    import queue as queue_mod
+
+    while True:
+        try:
+            item = queue.get_nowait()
+        except queue_mod.Empty:
+            return
+        rank = item["rank"]
+        outcomes[rank] = RankOutcome(
+            rank, None, item["status"], item.get("message", ""), item.get("init_path", ""), item.get("exercised", []),
+            item.get("traceback", ""),
+        )
