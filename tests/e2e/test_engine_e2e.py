@@ -262,10 +262,12 @@ def test_installed_but_not_enabled_changes_nothing(models, e2e_env, tmp_path, en
     assert not audit_root.exists()
     imported = {line.rsplit("|", 1)[1].strip() for line in stderr_off.splitlines() if line.startswith("import time:") and "sglang_eagle_nccl" in line}
     # SGLang >= 0.5.11 imports every installed plugin's entry-point module in its processes; ours
-    # is the gate, which imports only the import-free module of the plugin's variable names while
+    # is the gate, which imports only the import-free module of the plugin's variable names (and the
+    # empty contract/ package init) while
     # the plugin is off. Older SGLang imports none.
     native = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) >= (0, 5, 11)
-    assert imported <= ({"sglang_eagle_nccl", "sglang_eagle_nccl._gate", "sglang_eagle_nccl.contract.names"} if native else set()), imported
+    assert imported <= ({"sglang_eagle_nccl", "sglang_eagle_nccl._gate", "sglang_eagle_nccl.contract",
+                         "sglang_eagle_nccl.contract.names"} if native else set()), imported
     assert "NCCL_PROTO" not in stderr_off and "sglang-eagle-nccl]" not in stderr_off
     out_on, stderr_on, _ = engine_by_environment
     # Positive control: the same probe lists the plugin's start-up modules when it is enabled.
