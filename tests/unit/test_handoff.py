@@ -49,12 +49,28 @@ def test_unsigned_wire_values_get_every_check(env, variable, fix):
     assert next(iter(env)) in str(info.value)  # the offending variable is named either way
 
 
-def test_forged_digest_is_not_trusted(tmp_path, monkeypatch):
+@pytest.fixture
+def handoff_key(tmp_path, monkeypatch) -> bytes:
+    """This user's hand-off key, created for the test in a cache directory of its own: a test that
+    needs a key makes it, instead of inheriting one an earlier test happened to create."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    key = wire.ensure_key()
+    assert key is not None and wire.read_key() == key
+    return key
+
+
+def test_forged_digest_is_not_trusted(handoff_key):
     """A digest computed with someone else's key (or by hand) buys no shortcut."""
-    text = wire.encode(_data(NCCL_BUFFSIZE="4M"), inputs={}, run_dir=None, key=b"x" * 32)
+    forged = wire.encode(_data(NCCL_BUFFSIZE="4M"), inputs={}, run_dir=None, key=b"x" * 32)
     with pytest.raises(ProfileError) as info:
-        decode_handoff(text, {})
+        decode_handoff(forged, {})
     assert "NCCL_BUFFSIZE" in str(info.value)
+    # The same text with this user's own digest is trusted as written (values not re-checked): so the
+    # refusal above comes from the digest check, not from a missing key.
+    payload = forged.split(".")[1]
+    genuine = f"{wire.WIRE_PREFIX}.{payload}.{wire.digest(handoff_key, payload)}"
+    decoded = decode_handoff(genuine, {})
+    assert decoded.trusted and decoded.data["env"] == {"NCCL_BUFFSIZE": "4M"}
 
 
 def test_signed_wire_is_trusted_and_equal():
