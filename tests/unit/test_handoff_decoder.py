@@ -127,7 +127,7 @@ def test_only_the_encoders_own_lower_case_hex_is_accepted(mangle):
 
 
 def test_hex_of_something_that_is_not_json_is_refused():
-    assert "not hex of a JSON object" in refused(f"sen3.{'not json'.encode().hex()}.-")
+    assert "not hex of a JSON object" in refused(f"sen3.{b'not json'.hex()}.-")
     assert "not hex of a JSON object" in refused(f"sen3.{bytes([0xff, 0xfe]).hex()}.-")
 
 
