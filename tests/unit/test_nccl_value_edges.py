@@ -5,7 +5,6 @@ bound and one past it, strtoll's reading at the limits of a long long, and each 
 from __future__ import annotations
 
 import pytest
-from packaging.version import Version
 
 from sglang_eagle_nccl.knowledge.nccl import parsing as p
 from sglang_eagle_nccl.knowledge.nccl import variables as v
