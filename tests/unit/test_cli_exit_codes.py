@@ -1,0 +1,111 @@
+"""The CLI's exit codes, one decision each (issue 19): `audit` 0 pass / 1 fail / 2 cannot judge,
+including the NCCL debug cross-check; `validate` 0 / 1; `doctor` 1 when it lists a problem, 2 for a
+bad profile. In-process (click's runner), so a changed exit code in the command fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sglang_eagle_nccl.cli.main import main
+
+ENV = {"NCCL_PROTO": "LL"}
+META = {"profile": {"name": "p", "env": ENV, "policy": {"sglang_wins": []}}}
+
+
+def rec(event: str, **fields) -> dict:
+    return {"ts": 1.0, "pid": 100, "role": "child", "event": event, **fields}
+
+
+def scheduler(env: dict) -> list[dict]:
+    return [
+        rec("process_start", expected_env=ENV, env=env, profile="p"),
+        rec("process_role", title="sglang::scheduler_TP0"),
+        rec("scheduler_start", ranks={}, overwrites=[], env=env),
+        rec("group_created", group="tp", unique_name="tp:0", ranks=[0], env=env, process_env=env,
+            torch_comm="lazy-nccl", group_overrides={}),
+    ]
+
+
+def launch(tmp_path: Path, env: dict) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(parents=True)
+    (run / "launch.json").write_text(json.dumps(META))
+    (run / "proc-h-100.jsonl").write_text("".join(json.dumps(r) + "\n" for r in scheduler(env)))
+    return run
+
+
+def cli(*args: str):
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+def test_audit_passes_a_launch_where_the_profile_held(tmp_path):
+    result = cli("audit", str(launch(tmp_path, ENV)))
+    assert result.exit_code == 0, result.output
+
+
+def test_audit_fails_a_launch_where_the_profile_did_not_hold(tmp_path):
+    result = cli("audit", str(launch(tmp_path, {"NCCL_PROTO": "Simple"})))
+    assert result.exit_code == 1, result.output
+    result = cli("audit", "--json", str(launch(tmp_path / "j", {})))
+    assert result.exit_code == 1 and json.loads(result.output)["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: (p / "f").write_text("x") and p / "f",
+                                  lambda p: (p / "empty").mkdir() or p / "empty"], ids=["missing", "file", "empty-dir"])
+def test_audit_cannot_judge_exits_2(tmp_path, make):
+    result = cli("audit", str(make(tmp_path)))
+    assert result.exit_code == 2, result.output
+    assert "cannot judge" in result.output
+
+
+def _debug_dir(tmp_path: Path, proto: str | None) -> Path:
+    debug = tmp_path / "nccl-debug"
+    debug.mkdir(parents=True)
+    if proto is not None:
+        (debug / "nccl.h.100.log").write_text(f"h:100:100 [0] NCCL INFO NCCL_PROTO set by environment to {proto}.\n")
+    return debug
+
+
+def test_audit_fails_when_the_nccl_debug_cross_check_finds_nothing(tmp_path):
+    run = launch(tmp_path, ENV)
+    result = cli("audit", str(run), "--nccl-debug-dir", str(_debug_dir(tmp_path, None)))
+    assert result.exit_code == 1, result.output
+    assert "no NCCL debug files found" in result.output
+
+
+def test_audit_cross_check_passes_when_nccl_read_the_profile_and_fails_when_not(tmp_path):
+    run = launch(tmp_path, ENV)
+    agree = cli("audit", str(run), "--nccl-debug-dir", str(_debug_dir(tmp_path / "a", "LL")))
+    assert agree.exit_code == 0, agree.output
+    disagree = cli("audit", str(run), "--nccl-debug-dir", str(_debug_dir(tmp_path / "b", "Simple")))
+    assert disagree.exit_code == 1, disagree.output
+    as_json = cli("audit", "--json", str(run), "--nccl-debug-dir", str(_debug_dir(tmp_path / "c", "Simple")))
+    assert as_json.exit_code == 1 and json.loads(as_json.output)["nccl_debug"]["ok"] is False
+
+
+def test_validate_exit_codes(tmp_path):
+    assert cli("validate", "pcie-8gpu").exit_code == 0
+    assert cli("validate", "--nccl-env", "NCCL_BUFFSIZE=4M").exit_code == 1
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[env]\nNCCL_PROTO = "garbage"\n')
+    assert cli("validate", str(bad)).exit_code == 1
+    assert cli("validate", "--json", str(bad)).exit_code == 1
+
+
+def test_doctor_exits_1_when_it_lists_a_problem_and_2_for_a_bad_profile(monkeypatch):
+    for key in ("SGLANG_EAGLE_NCCL", "SGLANG_EAGLE_NCCL_PROFILE", "SGLANG_EAGLE_NCCL_ENV"):
+        monkeypatch.delenv(key, raising=False)
+    result = cli("doctor", "--json")
+    report = json.loads(result.output)
+    assert report["problems"], report  # no SGLang in the plain tier's venv: doctor says so
+    assert result.exit_code == 1
+    assert cli("doctor", "--nccl-env", "NCCL_BUFFSIZE=4M").exit_code == 2
+    monkeypatch.setenv("SGLANG_EAGLE_NCCL_PROFILE", "sen3.zz.-")
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1 and any("cannot be applied" in p for p in json.loads(result.output)["problems"])
