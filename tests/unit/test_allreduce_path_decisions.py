@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
-
 from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 
 MiB = 1024 * 1024
