@@ -383,6 +383,31 @@ def test_fuzz_the_reader_raises_only_the_plugins_own_errors(contents):
         for u in report.unreadable:
             if u.line is None:
                 assert u.file not in judged
+        assert report.verdict == deserved(report), (report.verdict, report.problems)
+        assert report.exit_code == (1 if report.verdict == "fail" else 0)
+
+
+def deserved(report) -> str:
+    """The verdict the README promises for what the judge found, from the marks up.
+
+    A launch fails when any process or communicator failed, when nothing real was audited (no
+    SGLang rank, no communicator, no NCCL read), or when a rank recorded no communicator (hooks not
+    installed) without being stopped by the cross-rank check; anything left out of the judgement
+    or any caveat makes a pass at best a warning.
+    """
+    marks = [p.verdict for p in report.processes] + [c.verdict for c in report.communicators]
+    real = (any(p.sglang_rank for p in report.processes) or report.communicators
+            or any(r.get("reads") for r in report.nccl_reads.values()))
+    silent_rank = any(
+        p.sglang_rank and not any(c.pid == p.pid for c in report.communicators)
+        and not any("ranks disagree" in n for n in p.notes)
+        for p in report.processes
+    )
+    if "fail" in marks or not real or silent_rank:
+        return "fail"
+    if "warn" in marks or report.unreadable:
+        return "warn" if not report.problems else "fail"
+    return "ok" if not report.problems else "fail"
 
 
 def _reads_file(run: Path, pid: int, records: list[dict]) -> None:
