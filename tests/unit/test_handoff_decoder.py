@@ -152,6 +152,16 @@ def test_the_profile_part_must_be_an_object_of_known_keys(profile):
     assert "not an object of known keys" in refused(text_of(body(profile=profile)))
 
 
+def test_the_known_profile_keys_are_exactly_those_of_a_validated_profile():
+    """What encode() writes is Profile.to_dict(); any other key in the profile part is refused."""
+    from sglang_eagle_nccl.profile.resolve import resolve
+
+    written = set(resolve(["pcie-8gpu-eagle"], use_environ=False).profile.to_dict())
+    assert written == set(wire._PROFILE_KEYS)
+    for extra in ("extra", "version", "env_file", "hooks", "Name"):
+        assert "not an object of known keys" in refused(text_of(body(profile={"name": "p", extra: {}})))
+
+
 def test_every_known_profile_key_is_accepted():
     profile = {"name": "p", "description": "d", "env": {}, "groups": {}, "nodes": {}, "policy": {}, "sources": [],
                "tuner_rules": []}
