@@ -109,3 +109,107 @@ def test_doctor_exits_1_when_it_lists_a_problem_and_2_for_a_bad_profile(monkeypa
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_PROFILE", "sen3.zz.-")
     result = cli("doctor", "--json")
     assert result.exit_code == 1 and any("cannot be applied" in p for p in json.loads(result.output)["problems"])
+
+
+# --- input errors: exit 2, the message on stderr, or one JSON object ----------------------------------
+
+
+def test_an_input_error_goes_to_stderr_and_exits_2(tmp_path):
+    result = CliRunner().invoke(main, ["audit", str(tmp_path / "missing")])
+    assert result.exit_code == 2 and result.stdout == "" and "cannot judge" in result.stderr
+
+
+def test_an_input_error_with_json_is_one_object_on_stdout(tmp_path):
+    result = CliRunner().invoke(main, ["audit", "--json", str(tmp_path / "missing")])
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["ok"] is False and data["error"].startswith("cannot judge") and data["findings"] == []
+    result = CliRunner().invoke(main, ["profiles", "show", "--json", "--nccl-env", "NCCL_BUFFSIZE=4M"])
+    data = json.loads(result.stdout)
+    assert result.exit_code == 2 and data["ok"] is False
+    assert [(f["variable"], f["value"]) for f in data["findings"]] == [("NCCL_BUFFSIZE", "4M")]
+
+
+def test_resolve_warnings_go_to_stderr_unless_json():
+    result = CliRunner().invoke(main, ["profiles", "show", "--nccl-env", "NCCL_P2P_LEVEL=2"])
+    assert result.exit_code == 0 and "warning: [--nccl-env] NCCL_P2P_LEVEL='2': legacy integer level" in result.stderr
+    result = CliRunner().invoke(main, ["profiles", "show", "--json", "--nccl-env", "NCCL_P2P_LEVEL=2"])
+    assert result.exit_code == 0 and result.stderr == ""
+    assert [w["variable"] for w in json.loads(result.stdout)["warnings"]] == ["NCCL_P2P_LEVEL"]
+
+
+# --- the profile a shell would apply ------------------------------------------------------------------
+
+
+@pytest.fixture
+def shell(monkeypatch, tmp_path):
+    for key in ("SGLANG_EAGLE_NCCL", "SGLANG_EAGLE_NCCL_PROFILE", "SGLANG_EAGLE_NCCL_ENV"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return monkeypatch
+
+
+def test_show_without_arguments_reads_the_environment(shell):
+    shell.setenv("SGLANG_EAGLE_NCCL", "pcie-8gpu")
+    data = json.loads(cli("profiles", "show", "--json").output)
+    assert data["name"] == "pcie-8gpu" and data["from"] == "the SGLANG_EAGLE_NCCL* variables"
+    shell.delenv("SGLANG_EAGLE_NCCL")
+    shell.setenv("SGLANG_EAGLE_NCCL_ENV", "NCCL_ALGO=Tree")
+    data = json.loads(cli("profiles", "show", "--json").output)
+    assert data["env"] == {"NCCL_ALGO": "Tree"}
+
+
+def test_show_without_arguments_prefers_the_serialised_profile(shell):
+    from sglang_eagle_nccl.contract import handoff
+    from sglang_eagle_nccl.profile.resolve import resolve
+
+    profile = resolve(["debug"], use_environ=False).profile
+    shell.setenv("SGLANG_EAGLE_NCCL", "1")
+    shell.setenv("SGLANG_EAGLE_NCCL_PROFILE", handoff.encode(profile.to_dict(), inputs={"SGLANG_EAGLE_NCCL": "1"},
+                                                             run_dir=None))
+    data = json.loads(cli("profiles", "show", "--json").output)
+    assert data["name"] == "debug" and data["from"] == "SGLANG_EAGLE_NCCL_PROFILE (serialised by a launcher)"
+    unsigned = handoff.encode(profile.to_dict(), inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir=None, key=b"")
+    shell.setenv("SGLANG_EAGLE_NCCL_PROFILE", unsigned)
+    assert json.loads(cli("profiles", "show", "--json").output)["name"] == "debug"  # re-validated, same profile
+    shell.setenv("SGLANG_EAGLE_NCCL", "pcie-8gpu")  # the serialised profile is now stale
+    result = cli("profiles", "show", "--json")
+    assert result.exit_code == 2 and json.loads(result.output)["findings"][0]["variable"] == "SGLANG_EAGLE_NCCL"
+
+
+# --- tuner --rules ------------------------------------------------------------------------------------
+
+
+def test_tuner_rules_file_input_errors_exit_2(tmp_path):
+    base = ["tuner", "--bytes", "1024", "--nranks", "2", "--json"]
+    missing = cli(*base, "--rules", str(tmp_path / "none.toml"))
+    assert missing.exit_code == 2 and "cannot read it" in json.loads(missing.output)["error"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[tuner.rules]\n")
+    result = cli(*base, "--rules", str(bad))
+    assert result.exit_code == 2 and "not valid TOML" in json.loads(result.output)["error"]
+    for text in ("[other]\nx = 1\n", "tuner = 5\n", "[tuner]\nx = 1\n"):
+        empty = tmp_path / "empty.toml"
+        empty.write_text(text)
+        result = cli(*base, "--rules", str(empty))
+        assert result.exit_code == 2 and "no [[tuner.rules]] in it" in json.loads(result.output)["error"], text
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text('[[tuner.rules]]\ncollective = "allreduce"\nbytes = [0, 0]\nalgorithm = "ring"\nprotocol = "LL"\n')
+    result = cli(*base, "--rules", str(wrong))
+    data = json.loads(result.output)
+    assert result.exit_code == 2 and data["findings"][0]["variable"] == "tuner.rules#1.bytes"
+    assert data["findings"][0]["source"] == f"rules:{wrong}"
+
+
+def test_tuner_query_input_errors_exit_2():
+    assert cli("tuner", "--nranks", "2").exit_code == 2  # neither --bytes nor --model-config
+    assert cli("tuner", "--bytes", "1024").exit_code == 2  # no --nranks
+    assert cli("tuner", "--bytes", "lots", "--nranks", "2").exit_code == 2
+    assert cli("tuner", "--bytes", "1", "--nranks", "2", "--collective", "gather").exit_code == 2
+
+
+def test_launch_without_sglang_is_an_input_error(monkeypatch):
+    for key in ("SGLANG_EAGLE_NCCL", "SGLANG_EAGLE_NCCL_PROFILE", "SGLANG_EAGLE_NCCL_ENV"):
+        monkeypatch.delenv(key, raising=False)
+    result = CliRunner().invoke(main, ["launch", "--profile", "pcie-8gpu", "--", "--model-path", "m"])
+    assert result.exit_code == 2 and "sglang is not installed in this Python environment" in result.stderr
