@@ -213,3 +213,14 @@ def test_launch_without_sglang_is_an_input_error(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     result = CliRunner().invoke(main, ["launch", "--profile", "pcie-8gpu", "--", "--model-path", "m"])
     assert result.exit_code == 2 and "sglang is not installed in this Python environment" in result.stderr
+
+
+def test_profile_options_repeat_and_layer(shell):
+    """--nccl-env and --profile repeat on every command that takes the profile options (env here)."""
+    result = cli("env", "--format", "json", "--profile", "pcie-8gpu", "--profile", "debug",
+                 "--nccl-env", "NCCL_ALGO=Tree", "--nccl-env", "NCCL_PROTO=Simple")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["NCCL_ALGO"] == "Tree" and out["NCCL_PROTO"] == "Simple" and out["NCCL_DEBUG"] == "INFO"
+    assert cli("env", "--format", "json", "-p", "pcie-8gpu", "--allow-unknown", "--nccl-env", "NCCL_NEW_X=1").exit_code == 0
+    assert cli("env", "--format", "json", "-p", "pcie-8gpu", "--nccl-env", "NCCL_NEW_X=1").exit_code == 2
