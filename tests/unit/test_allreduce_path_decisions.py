@@ -14,30 +14,18 @@ from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 MiB = 1024 * 1024
 
 
-class Stored:
-    """An object whose attributes are stored values, as on SGLang's communicators."""
+from support.allreduce_groups import (  # noqa: E402 - after the module docstring's constants
+    CustomAllreduce,
+    CustomAllReduceV2,
+    Device,
+    Stored,
+    full_gpu_group,
+    group,
+    tuned,
+)
 
-    def __init__(self, **attrs) -> None:
-        self.__dict__.update(attrs)
-
-
-class CustomAllreduce(Stored):
-    pass
-
-
-class CustomAllReduceV2(Stored):
-    pass
-
-
-class Device(Stored):
-    def __str__(self) -> str:
-        return f"{self.type}:0"
-
-
-def group(**attrs) -> Stored:
-    base = {"unique_name": "tp:3", "world_size": 2, "rank": 1, "rank_in_group": 1, "device": Device(type="cuda")}
-    base.update(attrs)
-    return Stored(**base)
+_tuned = tuned
+_full_gpu_group = full_gpu_group
 
 
 def impl(g, path: str, version: str = "0.5.23") -> dict:
@@ -118,13 +106,6 @@ def test_custom_allreduce_v1_with_an_unknown_release_names_both_comparisons():
     assert e["carries"].startswith("sizes <= or < 1048576 bytes")
 
 
-def _tuned(num_mc_blocks=None, override_algo=None):
-    graph = SimpleNamespace(one_shot_push_threshold=64 * 1024, two_shot_push_threshold=4 * MiB,
-                            one_shot_pull_threshold=32 * 1024, two_shot_pull_threshold=2 * MiB,
-                            mc=SimpleNamespace(max_bytes=32 * MiB))
-    eager = SimpleNamespace(one_shot_push_threshold=16 * 1024, two_shot_push_threshold=MiB, mc=None)
-    config = SimpleNamespace(graph=graph, eager=eager, num_mc_blocks=num_mc_blocks)
-    return CustomAllReduceV2(disabled=False, max_size=16 * MiB, config=config, override_algo=override_algo)
 
 
 def test_custom_allreduce_v2_from_0_5_20_uses_the_tuned_tables():
@@ -313,15 +294,6 @@ def test_group_fields():
     assert d["group"] is None and d["unique_name"] is None and d["world_size"] is None
 
 
-def _full_gpu_group(**over):
-    attrs = dict(
-        ca_comm=CustomAllreduce(disabled=False, max_size=8 * MiB, full_nvlink=True), use_custom_allreduce=True,
-        pcie_ipc_comm=None, pymscclpp_comm=None, use_mscclpp=False, torch_symm_mem_comm=None,
-        use_torch_symm_mem_all_reduce=False, pynccl_comm=Stored(available=True), use_pynccl=True,
-        is_symmetric_memory_enabled=lambda: False, _fi_workspace_hint=None, device_group=object(),
-    )
-    attrs.update(over)
-    return group(**attrs)
 
 
 def test_order_marks_each_step_active_or_not():
