@@ -10,11 +10,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
-
-MiB = 1024 * 1024
-
-
-from support.allreduce_groups import (  # noqa: E402 - after the module docstring's constants
+from support.allreduce_groups import (
     CustomAllreduce,
     CustomAllReduceV2,
     Device,
@@ -24,6 +20,7 @@ from support.allreduce_groups import (  # noqa: E402 - after the module docstrin
     tuned,
 )
 
+MiB = 1024 * 1024
 _tuned = tuned
 _full_gpu_group = full_gpu_group
 
