@@ -278,7 +278,9 @@ def test_only_this_users_digest_skips_validation(tmp_path):
     decoded, validate = accepted(f"sen3.{payload}.{wire.digest(key, payload)}")
     assert decoded.trusted is True and validate.calls == [] and decoded.profile is None
     assert decoded.data == {"name": "p", "env": {"NCCL_PROTO": "LL"}}
-    for mac in ("-", wire.digest(b"y" * 32, payload), wire.digest(key, payload)[:-1] + "0", "0" * 64):
+    real = wire.digest(key, payload)
+    one_off = real[:-1] + ("1" if real[-1] == "0" else "0")  # differs in the last digit, whatever the key
+    for mac in ("-", wire.digest(b"y" * 32, payload), one_off, "0" * 64, real.upper()):
         decoded, validate = accepted(f"sen3.{payload}.{mac}")
         assert decoded.trusted is False and len(validate.calls) == 1, mac
 
@@ -296,3 +298,34 @@ def test_digest_is_hmac_sha256():
 
     assert wire.digest(b"k" * 32, "abc") == hmac.new(b"k" * 32, b"abc", hashlib.sha256).hexdigest()
     assert wire.digest(b"k" * 64, "") == hmac.new(b"k" * 64, b"", hashlib.sha256).hexdigest()
+
+
+def test_without_an_environ_the_process_environment_is_compared(monkeypatch):
+    text = text_of(body(inputs={"SGLANG_EAGLE_NCCL": "1"}))
+    monkeypatch.setenv("SGLANG_EAGLE_NCCL", "debug")
+    validate = Validate()
+    with pytest.raises(ProfileError):
+        wire.decode(text, validate=validate)
+    monkeypatch.setenv("SGLANG_EAGLE_NCCL", "1")
+    for key in wire.current_inputs(dict(__import__("os").environ)):
+        if key != "SGLANG_EAGLE_NCCL":
+            monkeypatch.delenv(key)
+    assert wire.decode(text, validate=validate).inputs == {"SGLANG_EAGLE_NCCL": "1"}
+
+
+def test_a_trusted_decode_returns_the_recorded_inputs_and_launch_directory():
+    key = wire.ensure_key()
+    payload = dumps(body(inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir="/srv/run")).encode().hex()
+    decoded, _ = accepted(f"sen3.{payload}.{wire.digest(key, payload)}", environ={"SGLANG_EAGLE_NCCL": "1"})
+    assert decoded.trusted and decoded.inputs == {"SGLANG_EAGLE_NCCL": "1"} and decoded.run_dir == "/srv/run"
+
+
+def test_encode_without_a_key_writes_no_digest_and_with_one_this_users():
+    data = {"name": "p", "env": {"NCCL_PROTO": "LL"}, "extra_key_dropped": 1}
+    unsigned = wire.encode(data, inputs={}, run_dir=None, key=b"")
+    assert unsigned.startswith("sen3.") and unsigned.endswith(".-")
+    payload = unsigned.split(".")[1]
+    assert bytes.fromhex(payload).decode("utf-8") == dumps(
+        {"v": 2, "profile": {"name": "p", "env": {"NCCL_PROTO": "LL"}}, "inputs": {}, "run_dir": None})
+    signed = wire.encode(data, inputs={}, run_dir=None, key=b"k" * 32)
+    assert signed == f"sen3.{payload}.{wire.digest(b'k' * 32, payload)}"

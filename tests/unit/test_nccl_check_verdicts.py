@@ -328,3 +328,62 @@ def test_bytes_checks():
     assert p.check_bytes("B", "5", maximum=5) == [] and sev(p.check_bytes("B", "6", maximum=5)) == ["error"]
     assert one(p.check_bytes("B", str(2**40), maximum=2**31 - 1)).fix == "give a byte count up to 2147483647, e.g. B=1073741824"
     assert one(p.check_bytes("B", "10", maximum=4)).fix == "give a byte count up to 4, e.g. B=4"
+
+
+# --- every finding names the variable and the value, with a rule and a fix --------------------------
+
+V24 = V("2.24")
+NAMED = [
+    (p.check_integer, ("N", ""), {}), (p.check_integer, ("N", "x"), {}), (p.check_integer, ("N", "4M"), {}),
+    (p.check_integer, ("N", "010"), {}), (p.check_integer, ("N", "9" * 30), {}),
+    (p.check_integer, ("N", "5"), {"minimum": 6}), (p.check_integer, ("N", "5"), {"multiple_of": 2}),
+    (p.check_bytes, ("B", "4M"), {}), (p.check_bytes, ("B", "0"), {}), (p.check_bytes, ("B", "9"), {"maximum": 8}),
+    (p.check_bool, ("N", "2"), {}), (p.check_choice, ("N", "x", ("a",), True), {}),
+    (p.check_level, ("L", "", None), {}), (p.check_level, ("L", "1x", None), {}), (p.check_level, ("L", "3", None), {}),
+    (p.check_level, ("L", "C2C", V("2.20")), {}), (p.check_level, ("L", "C2C", None), {}),
+    (p.check_level, ("L", "sys", None), {}), (p.check_level, ("L", "X", None), {}),
+    (p.check_proto, ("P", "", V24), {}), (p.check_proto, ("P", "AllReduce:LL", V("2.20")), {}),
+    (p.check_proto, ("P", "a:b:c", V24), {}), (p.check_proto, ("P", "AllReduce:", V24), {}),
+    (p.check_proto, ("P", "Gather:LL", V24), {}), (p.check_proto, ("P", "LL;Simple", V24), {}),
+    (p.check_proto, ("P", "^", V24), {}), (p.check_proto, ("P", "LL,^Simple", V24), {}),
+    (p.check_proto, ("P", "LL64", V24), {}), (p.check_proto, ("P", "AllReduce:LL", None), {}),
+    (p.check_proto, ("P", "^LL", None), {}), (p.check_algo, ("A", "NVLS", V("2.16")), {}),
+    (p.check_thread_thresholds, ("T", "1"), {}), (p.check_thread_thresholds, ("T", "-3 0 0 0 0 0"), {}),
+    (p.check_debug_level, ("D", "X"), {}), (p.check_debug_subsys, ("S", "X"), {}),
+    (p.check_debug_file, ("NCCL_DEBUG_FILE", ""), {}), (p.check_debug_file, ("NCCL_DEBUG_FILE", "~/x%p"), {}),
+    (p.check_debug_file, ("NCCL_DEBUG_FILE", "/x%q%p"), {}), (p.check_debug_file, ("NCCL_DEBUG_FILE", "/x"), {}),
+    (p.check_debug_file, ("NCCL_DEBUG_FILE", "x%p"), {}), (p.check_debug_file, ("NCCL_DEBUG_FILE", "{audit_dir}/../x"), {}),
+    (p.check_placeholder_use, ("NCCL_PROTO", "{audit_dir}/x"), {}),
+    (p.check_ifname_list, ("I", "e"), {}), (p.check_ifname_list, ("I", "a b"), {}), (p.check_ifname_list, ("I", "e:x"), {}),
+    (p.check_hca_list, ("H", "="), {}), (p.check_hca_list, ("H", "=a b"), {}), (p.check_hca_list, ("H", "=a:x"), {}),
+    (p.check_hca_list, ("H", "a"), {}),
+    (p.check_cta_policy, ("C", "2", V("2.27")), {}), (p.check_cta_policy, ("C", "ZERO", V("2.28")), {}),
+    (p.check_cta_policy, ("C", "9", None), {}),
+    (p.check_host_port, ("H", "x"), {}), (p.check_name_list, ("N", "x"), {}), (p.check_text, ("T", ""), {}),
+]
+
+
+@pytest.mark.parametrize("check,args,kwargs", NAMED, ids=[f"{c.__name__}-{a[1]!r}" for c, a, _ in NAMED])
+def test_every_finding_names_variable_and_value_with_rule_and_fix(check, args, kwargs):
+    findings = check(*args, **kwargs)
+    assert findings, (check.__name__, args)
+    for f in findings:
+        assert f.variable == args[0] and f.value == args[1], f
+        assert isinstance(f.rule, str) and f.rule and isinstance(f.fix, str) and f.fix, f
+        assert f.severity in ("error", "warning")
+
+
+def test_the_kept_literally_code_is_shown_with_its_percent():
+    (f,) = p.check_debug_file("NCCL_DEBUG_FILE", "/x/%q.%p")
+    assert "'%q' is kept literally" in f.rule
+
+
+def test_debug_subsystems_with_an_exclusion():
+    assert p.check_debug_subsys("S", "^INIT,COLL") == []
+    assert [f.rule for f in p.check_debug_subsys("S", "^^INIT")] == ["unknown subsystem '^INIT'"]
+
+
+def test_choice_fix_matches_case_either_way():
+    assert one(p.check_choice("N", "Af_Inet", ("AF_INET", "AF_INET6"), True)).fix == "write N=AF_INET (exact case)"
+    assert one(p.check_choice("N", "x", ("a", "b"), False)).rule == "must be one of a, b"
+    assert p.check_choice("N", "A", ("a",), False) == [] and sev(p.check_choice("N", "A", ("a",), True)) == ["error"]
