@@ -387,3 +387,15 @@ def test_choice_fix_matches_case_either_way():
     assert one(p.check_choice("N", "Af_Inet", ("AF_INET", "AF_INET6"), True)).fix == "write N=AF_INET (exact case)"
     assert one(p.check_choice("N", "x", ("a", "b"), False)).rule == "must be one of a, b"
     assert p.check_choice("N", "A", ("a",), False) == [] and sev(p.check_choice("N", "A", ("a",), True)) == ["error"]
+
+
+def test_edges_found_by_mutation():
+    assert one(p.check_cta_policy("C", "2", V("2.27"))).fix == "use 0 or 1"
+    assert one(p.check_cta_policy("C", "DEFAULT", V("2.28"))).fix == "use the digits 0, 1 or 2"
+    assert p.check_hca_list("H", "=MLX5_0:1") == [] and p.check_hca_list("H", "=a") == []
+    assert p.check_hca_list("H", "^=a") == []
+    assert [f.rule for f in p.check_hca_list("H", "=a b,c d")] == ["'a b' is not an HCA name", "'c d' is not an HCA name"]
+    assert p.check_host_port("H", "HOST-A:1") == [] and p.check_host_port("H", "[FE80::1]:1") == []
+    f = one(v.check("NCCL_NTHREADS", "\u0665"))
+    assert f.variable == "NCCL_NTHREADS" and f.value == "\u0665"
+    assert v.closest("NCCL_PROTOO", n=1) == ["NCCL_PROTO"] and len(v.closest("NCCL_PROTOO")) == 3
