@@ -1,0 +1,230 @@
+"""Edges the mutation run (ci/mutation) found unguarded, one test per decision (issue 19): tuner rule
+shadowing over rank ranges, refusals naming their values, the all-reduce describer's v1/v2 choice,
+threshold ceilings and nesting limits, and the wrapper's misplaced-option and dotenv checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import NamedTuple
+
+import pytest
+from click.testing import CliRunner
+
+from sglang_eagle_nccl.cli.main import main
+from sglang_eagle_nccl.cli.run import dotenv_safe
+from sglang_eagle_nccl.knowledge.nccl.tuner_rules import check_rules, parse_rules
+from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
+from support.allreduce_groups import CustomAllReduceV2, Stored, full_gpu_group, group
+
+MiB = 1024 * 1024
+
+
+def rules(*specs: dict):
+    base = {"collective": "allreduce", "bytes": [0, 1024], "algorithm": "ring", "protocol": "LL"}
+    parsed, findings = parse_rules([{**base, **s} for s in specs], "t.toml")
+    assert findings == [] and len(parsed) == len(specs)
+    return parsed
+
+
+def shadow_errors(*specs: dict) -> list[str]:
+    return [f"{f.variable}: {f.rule}" for f in check_rules(rules(*specs), None, None) if f.severity == "error"]
+
+
+# --- shadowing over rank and node ranges (first match wins) ------------------------------------------
+
+
+def test_a_rule_without_a_rank_range_covers_every_rank_count_from_one():
+    assert shadow_errors({}, {"nranks": [1, 1]}) == [
+        "tuner.rules#2: can never match: first match wins and tuner.rules#1 already matches every call it matches"]
+    assert shadow_errors({}, {"nnodes": [1, 1]})
+
+
+def test_disjoint_rank_ranges_do_not_shadow():
+    assert shadow_errors({"nranks": [2, 4]}, {"nranks": [5, 8]}) == []
+    assert shadow_errors({"nnodes": [1, 1]}, {"nnodes": [2, 2]}) == []
+
+
+def test_a_gap_between_earlier_ranges_keeps_the_later_rule_alive():
+    # 4 ranks are matched by neither earlier rule, so the third still fires for 4-rank communicators.
+    assert shadow_errors({"nranks": [2, 3]}, {"nranks": [5, 8]}, {"nranks": [2, 8]}) == []
+    assert shadow_errors({"nranks": [2, 4]}, {"nranks": [5, 8]}, {"nranks": [2, 8]}) == [
+        "tuner.rules#3: can never match: first match wins and tuner.rules#1, tuner.rules#2 already match every "
+        "call it matches"]
+
+
+def test_only_overlapping_earlier_rules_are_named_as_shadowing():
+    assert shadow_errors({"bytes": [200, 300]}, {"bytes": [0, 100]}, {"bytes": [0, 100]}) == [
+        "tuner.rules#3: can never match: first match wins and tuner.rules#2 already matches every call it matches"]
+    # adjacent ranges touch but do not overlap: [0, 100) and [100, 200), on either side
+    assert shadow_errors({"bytes": [200, 300]}, {"bytes": [100, 200]}, {"bytes": [100, 200]}) == [
+        "tuner.rules#3: can never match: first match wins and tuner.rules#2 already matches every call it matches"]
+    assert shadow_errors({"bytes": [100, 200]}, {"bytes": [0, 100]}, {"bytes": [100, 200]}) == [
+        "tuner.rules#3: can never match: first match wins and tuner.rules#1 already matches every call it matches"]
+
+
+# --- refusals name their value --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key,what", [("nranks", "ranks"), ("nnodes", "nodes")])
+def test_count_range_refusals_name_the_value_and_the_count(key, what):
+    for value, rule in (([0, 2], f"min must be an integer >= 1 ({what})"), (5, f"must be a list [min, max] of {what} (both included)"),
+                        ([1, "x"], 'max must be an integer or "inf"'), ([3, 2], "the range is inverted (min > max)")):
+        _, findings = parse_rules([{"collective": "allreduce", "bytes": [0, 1], "algorithm": "ring", "protocol": "LL",
+                                    key: value}], "t.toml")
+        (f,) = findings
+        assert (f.variable, f.value, f.rule) == (f"tuner.rules#1.{key}", repr(value), rule)
+
+
+def test_non_table_and_non_list_refusals_have_rule_and_fix():
+    _, (f,) = parse_rules([5], "t.toml")
+    assert (f.variable, f.value, f.rule, f.fix) == ("tuner.rules#1", "5", "each rule must be a table",
+                                                    "write each rule as a [[tuner.rules]] block")
+    _, (f,) = parse_rules({"a": 1}, "t.toml")
+    assert (f.variable, f.value, f.rule, f.fix) == ("tuner.rules", "{'a': 1}", "must be a list of rules",
+                                                    "write each rule as a [[tuner.rules]] block")
+
+
+# --- the describer ------------------------------------------------------------------------------------------
+
+
+def test_an_absent_communicator_has_no_class():
+    e = ap.describe_group(group(ca_comm=None), sglang_version="0.5.23")["implementations"]["custom_allreduce"]
+    assert e["class"] is None and e["present"] is False
+
+
+def test_a_v2_object_without_a_config_is_judged_by_its_max_size_not_by_nvlink():
+    v2 = CustomAllReduceV2(disabled=False, max_size=MiB, full_nvlink=False)
+    e = ap.describe_group(group(ca_comm=v2, world_size=4), sglang_version="0.5.13")["implementations"]["custom_allreduce"]
+    assert e["carries"] == "sizes <= 1048576 bytes (1 MiB), multiples of 16 bytes, eager and CUDA graph"
+
+
+def test_not_created_without_a_cpu_device_says_only_why():
+    e = ap.describe_group(group(ca_comm=None, use_custom_allreduce=True), sglang_version="0.5.23")
+    assert e["implementations"]["custom_allreduce"]["why_not"] == (
+        "not created (SGLang skipped it or its setup raised; from 0.4.6 SGLang logs 'Setup Custom allreduce failed')")
+    e = ap.describe_group(group(pymscclpp_comm=None, use_pymscclpp=False), sglang_version="0.5.23")
+    assert e["implementations"]["mscclpp"]["why_not"] == (
+        "not requested for this group (use_pymscclpp=False): --enable-mscclpp not given")
+
+
+@pytest.mark.parametrize("name", ["one_shot_push_threshold", "two_shot_push_threshold", "one_shot_pull_threshold",
+                                  "two_shot_pull_threshold"])
+def test_each_tuned_threshold_can_be_the_ceiling(name):
+    table = SimpleNamespace(**{n: 1024 for n in ("one_shot_push_threshold", "two_shot_push_threshold",
+                                                 "one_shot_pull_threshold", "two_shot_pull_threshold")})
+    setattr(table, name, 8 * MiB)
+    assert ap._heuristic_ceiling(table, False) == 8 * MiB
+    assert ap._heuristic_ceiling(SimpleNamespace(), False) is None
+
+
+def test_multicast_raises_both_ceilings_and_a_config_may_lack_fields():
+    graph = SimpleNamespace(two_shot_push_threshold=MiB, mc=SimpleNamespace(max_bytes=4 * MiB))
+    eager = SimpleNamespace(two_shot_push_threshold=MiB, mc=SimpleNamespace(max_bytes=2 * MiB))
+    comm = CustomAllReduceV2(disabled=False, max_size=MiB, config=SimpleNamespace(graph=graph, eager=eager, num_mc_blocks=2))
+    text = ap.describe_group(group(ca_comm=comm), sglang_version="0.5.23")["implementations"]["custom_allreduce"]["carries"]
+    assert text.startswith("multiples of 16 bytes up to 4194304 bytes (4 MiB) in CUDA graphs and 2097152 bytes (2 MiB) eager")
+    bare = CustomAllReduceV2(disabled=False, max_size=MiB, config=SimpleNamespace(graph=graph, eager=eager))
+    d = ap.describe_group(group(ca_comm=bare), sglang_version="0.5.23")
+    assert d["error"] is None
+    assert d["implementations"]["custom_allreduce"]["carries"].startswith("multiples of 16 bytes up to 1048576 bytes")
+    no_tables = CustomAllReduceV2(disabled=False, max_size=MiB, config=SimpleNamespace())
+    d = ap.describe_group(group(ca_comm=no_tables), sglang_version="0.5.23")
+    assert d["error"] is None and d["implementations"]["custom_allreduce"]["carries"].startswith("sizes <= 1048576")
+
+
+def test_trt_workspace_text_follows_the_size_text():
+    from support.allreduce_groups import CustomAllreduce
+
+    ca = CustomAllreduce(disabled=False, max_size=MiB, max_required_workspace_size=[2 * MiB, MiB])
+    carries = ap.describe_group(group(ca_comm=ca), sglang_version="0.4.3")["implementations"]["custom_allreduce"]["carries"]
+    assert carries.startswith("sizes ") and carries.endswith("(and < 2097152 bytes (2 MiB), TensorRT-LLM kernel path)")
+
+
+def test_odd_stored_values_are_not_taken():
+    e = ap.describe_group(group(pcie_ipc_comm=Stored(disabled=False, max_numel="big")), sglang_version="0.5.23")
+    assert e["implementations"]["pcie_ipc"]["thresholds"]["max_numel"] is None
+    qr = Stored(disabled=False, qr_max_size=MiB, qr_quant_level=SimpleNamespace(name="FP"), _QR_MIN_SIZE={("x", 2): [1]})
+    d = ap.describe_group(group(qr_comm=qr), sglang_version="0.5.23")
+    assert d["error"] is None and "min_bytes" not in d["implementations"]["quick_allreduce"]["thresholds"]
+
+
+class Pair(NamedTuple):
+    a: object
+    b: int = 0
+
+
+@dataclass
+class Box:
+    inner: object
+
+
+KINDS = {
+    "namedtuple": (lambda v: Pair(v), lambda e, innermost=False: {"a": e, "b": "0" if innermost else 0}),
+    "dataclass": (lambda v: Box(v), lambda e, innermost=False: {"inner": e}),
+    "dict": (lambda v: {"k": v}, lambda e, innermost=False: {"k": e}),
+    "list": (lambda v: [v], lambda e, innermost=False: [e]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_plain_converts_five_levels_of_each_kind_and_shows_the_sixth_as_repr(kind):
+    wrap, converted = KINDS[kind]
+    marker = object()
+    value = wrap(marker)  # the sixth level, at depth 5
+    expected = repr(value)
+    for level in range(5):
+        value = wrap(value)
+        expected = converted(expected, innermost=level == 0)  # depth 5 and below: every value a repr
+    assert ap._plain(value) == expected
+    assert ap._plain(wrap(None)) == converted(None)
+
+
+def test_format_paths_details():
+    d = ap.describe_group(full_gpu_group(pynccl_comm=Stored(available=False, world_size=2)), sglang_version="0.5.23")
+    symm_step = next(s for s in d["order"] if s["path"] == "pynccl_symm_mem")
+    lines = ap.format_paths(d)
+    text = next(ln for ln in lines if ln.strip().startswith(f"{d['order'].index(symm_step) + 1}. "))
+    assert text.endswith(d["implementations"]["pynccl"]["why_not"])  # PyNccl off: its own reason, not symmetric memory
+    minimal = ap.format_paths({"world_size": 2, "group": "tp"})
+    assert minimal[1] == "  order SGLang tries: unknown for SGLang (version unknown)" and len(minimal) == 2
+
+
+def test_limits_of_an_unknown_path_are_none():
+    assert ap.limits_for("no_such_path", "0.5.23") is None
+
+
+# --- the wrapper's own checks -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("misplaced", [["--nccl-env=NCCL_ALGO=Ring"], ["--audit-dir=/a=b"]])
+def test_an_option_with_a_value_containing_equals_is_still_recognised(misplaced, tmp_path):
+    import sys
+
+    res = CliRunner().invoke(main, ["launch", "--profile", "pcie-8gpu", "--python", sys.executable, "--model-path", "M",
+                                    *misplaced])
+    assert res.exit_code == 2 and f"{misplaced[0].split('=')[0]} comes after the server arguments" in res.output
+
+
+def test_after_a_second_double_dash_everything_is_the_users(tmp_path, monkeypatch):
+    import sys
+
+    res = CliRunner().invoke(main, ["launch", "--profile", "pcie-8gpu", "--python", sys.executable, "--dry-run", "--",
+                                    "--model-path", "M", "--", "--profile", "x"])
+    assert "comes after the server arguments" not in res.output
+
+
+def test_dotenv_safe_values():
+    for ok in ("/X/y.xml", "eth0", "LL,Simple", "a#b"):
+        assert dotenv_safe(ok), ok
+    for bad in ("#x", " x", "x ", "a'b", 'a"b', "a\\b", "a$b", "a\nb", "a\rb"):
+        assert not dotenv_safe(bad), bad
+
+
+def test_env_dotenv_refuses_a_value_the_two_parsers_read_differently():
+    res = CliRunner().invoke(main, ["env", "--format", "dotenv", "--profile", "pcie-8gpu", "--nccl-env",
+                                    "NCCL_TOPO_FILE=#x"])
+    assert res.exit_code == 2, res.output
+    res = CliRunner().invoke(main, ["env", "--format", "dotenv", "--profile", "pcie-8gpu", "--nccl-env",
+                                    "NCCL_TOPO_FILE=/X/topo.xml"])
+    assert res.exit_code == 0 and "NCCL_TOPO_FILE=/X/topo.xml" in res.output
