@@ -228,3 +228,10 @@ def test_env_dotenv_refuses_a_value_the_two_parsers_read_differently():
     res = CliRunner().invoke(main, ["env", "--format", "dotenv", "--profile", "pcie-8gpu", "--nccl-env",
                                     "NCCL_TOPO_FILE=/X/topo.xml"])
     assert res.exit_code == 0 and "NCCL_TOPO_FILE=/X/topo.xml" in res.output
+
+
+def test_enable_row_reads_every_section_for_the_function():
+    from sglang_eagle_nccl.knowledge.nccl.parsing import PROTOCOLS, enable_row
+
+    assert enable_row("AllGather:LL;AllReduce:Simple", PROTOCOLS, "AllReduce") == {"LL": 0, "LL128": 0, "Simple": 1}
+    assert enable_row("AllGather:LL;AllReduce:Simple", PROTOCOLS, "AllGather") == {"LL": 1, "LL128": 0, "Simple": 0}
