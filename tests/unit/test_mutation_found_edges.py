@@ -235,3 +235,58 @@ def test_enable_row_reads_every_section_for_the_function():
 
     assert enable_row("AllGather:LL;AllReduce:Simple", PROTOCOLS, "AllReduce") == {"LL": 0, "LL128": 0, "Simple": 1}
     assert enable_row("AllGather:LL;AllReduce:Simple", PROTOCOLS, "AllGather") == {"LL": 1, "LL128": 0, "Simple": 0}
+
+
+class ClassHoldsPlainObject:
+    holder = SimpleNamespace(x=1)
+
+
+def test_peek_returns_a_plain_object_stored_on_the_class():
+    assert ap._peek(ClassHoldsPlainObject(), "holder") is ClassHoldsPlainObject.holder
+
+
+def test_a_v1_object_with_a_config_is_read_as_v2_even_without_full_nvlink():
+    from support.allreduce_groups import CustomAllreduce
+
+    ca = CustomAllreduce(disabled=False, max_size=MiB, full_nvlink=False, config=SimpleNamespace(graph=None, eager=None))
+    carries = ap.describe_group(group(ca_comm=ca, world_size=4), sglang_version="0.5.23")["implementations"][
+        "custom_allreduce"]["carries"]
+    assert carries == "sizes <= 1048576 bytes (1 MiB), multiples of 16 bytes, eager and CUDA graph"
+
+
+def test_readers_keep_only_well_typed_values_and_name_their_flags():
+    d = ap.describe_group(group(_fi_workspace_hint=5, pynccl_comm=None, use_pynccl=True, device=None,
+                                torch_symm_mem_comm=None, use_torch_symm_mem_all_reduce=False, use_torch_symm_mem=True),
+                          sglang_version="0.5.23")
+    impls = d["implementations"]
+    assert impls["flashinfer_allreduce"]["thresholds"]["workspace"] is None
+    assert impls["pynccl"]["why_not"] == "not created (SGLang skipped it)"
+    assert impls["torch_symm_mem"]["requested"] is False  # the newer flag's value, when a group has both
+    assert d["device"] is None
+
+
+def test_summary_names_the_backend_and_joins_bypasses():
+    cpu = {"device": "cpu", "device_group_backend": "gloo", "implementations": {}}
+    assert "torch.distributed on the device group (gloo)" in ap._summary(cpu)
+    gpu = {"device": "cuda:0", "device_group_backend": "gloo", "implementations": {"pynccl": {"present": True}}}
+    assert ap._summary(gpu) == ("no all-reduce bypasses NCCL; nothing reaches NCCL here (device group backend gloo, "
+                                "PyNccl unavailable)")
+    assert ap._summary({"world_size": 2}) == ("no all-reduce bypasses NCCL; nothing reaches NCCL here (device group "
+                                              "backend unknown, PyNccl absent)")
+    two = {"implementations": {
+        "custom_allreduce": {"enabled": True, "title": "A", "carries": "a"},
+        "torch_symm_mem": {"enabled": True, "title": "B", "carries": "b"},
+        "pynccl": {"enabled": True},
+    }}
+    assert ap._summary(two) == "outside NCCL: A (a); B (b); the rest reaches NCCL: PyNccl inside CUDA graphs"
+
+
+def test_an_unknown_step_state_shows_a_question_mark_and_nothing_else(monkeypatch):
+    def boom(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ap, "_read_pcie_ipc", boom)
+    d = ap.describe_group(full_gpu_group(), sglang_version="0.5.23")
+    index = next(i for i, s in enumerate(d["order"], 1) if s["path"] == "pcie_ipc")
+    line = next(ln for ln in ap.format_paths(d) if ln.strip().startswith(f"{index}. "))
+    assert line.endswith("  ?    ") and "PCIe" in line
