@@ -290,3 +290,111 @@ def test_an_unknown_step_state_shows_a_question_mark_and_nothing_else(monkeypatc
     index = next(i for i, s in enumerate(d["order"], 1) if s["path"] == "pcie_ipc")
     line = next(ln for ln in ap.format_paths(d) if ln.strip().startswith(f"{index}. "))
     assert line.endswith("  ?    ") and "PCIe" in line
+
+
+# --- variables.check: each kind reaches its check with the variable, the value and the NCCL version -----
+
+from packaging.version import Version  # noqa: E402 - the section below needs it
+
+from sglang_eagle_nccl.contract.names import MAX_ARG_STRLEN  # noqa: E402
+from sglang_eagle_nccl.knowledge.nccl import variables as v  # noqa: E402
+
+THROUGH_CHECK = [
+    ("NCCL_IB_HCA", "=mlx 5", None, "error"),
+    ("NCCL_NO_CACHE", "PATH", None, "error"),
+    ("NCCL_TOPO_FILE", "", None, "error"),
+    ("NCCL_SOCKET_FAMILY", "af_inet", None, "error"),  # case-sensitive choice
+    ("NCCL_P2P_LEVEL", "C2C", Version("2.20"), "error"),
+    ("NCCL_PROTO", "AllReduce:LL", Version("2.20"), "error"),
+    ("NCCL_ALGO", "NVLS", Version("2.16"), "error"),
+    ("NCCL_CTA_POLICY", "2", Version("2.27.1"), "error"),
+    ("NCCL_MAX_CTAS", "8", Version("2.16"), "warning"),
+    ("NCCL_COMM_BLOCKING", "1", None, "warning"),
+]
+
+
+@pytest.mark.parametrize("name,value,version,severity", THROUGH_CHECK, ids=[t[0] for t in THROUGH_CHECK])
+def test_check_passes_variable_value_and_version_to_each_kind(name, value, version, severity):
+    findings = v.check(name, value, nccl_version=version)
+    assert [f.severity for f in findings] == [severity], findings
+    (f,) = findings
+    assert f.variable == name and f.value == value and f.rule and f.fix
+
+
+def test_plugin_libraries_are_checked_as_their_kind_of_plugin(tmp_path):
+    missing = str(tmp_path / "none.so")
+    for name in ("NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_ENV_PLUGIN"):
+        findings = v.check(name, missing)
+        assert findings and all(f.variable == name and f.value == missing for f in findings), findings
+    tuner = " ".join(f.message() for f in v.check("NCCL_TUNER_PLUGIN", missing))
+    net = " ".join(f.message() for f in v.check("NCCL_NET_PLUGIN", missing))
+    assert tuner != net  # each names its own kind of plugin
+
+
+def test_a_debug_file_error_is_not_followed_by_the_directory_check(tmp_path):
+    findings = v.check("NCCL_DEBUG_FILE", "~/nccl.%p")
+    assert [f.severity for f in findings] == ["error"]
+    assert p_sev(v.check("NCCL_DEBUG_FILE", str(tmp_path / "nccl.%h.%p.log"))) == []
+
+
+def p_sev(findings):
+    return [f.severity for f in findings]
+
+
+def test_environment_value_limits_and_wording():
+    name = "NCCL_X"
+    fits = "v" * (MAX_ARG_STRLEN - len(name) - 2)
+    assert v.check_environment_value(name, fits) == []
+    (f,) = v.check_environment_value(name, fits + "v")
+    assert f.variable == name and f.value == fits + "v"
+    assert f.fix == f"shorten the value to under {MAX_ARG_STRLEN - len(name) - 2} bytes"
+    (f,) = v.check_environment_value(name, "a\x00")
+    assert f.fix == "remove them"
+    assert v.check_environment_value(name, "a\udcff") == []  # an undecodable byte os.environ holds as a surrogate
+    (f,) = v.check_environment_value(name, "a\ud800")  # a lone surrogate no byte stands for
+    assert (f.variable, f.value, f.fix) == (name, "a\ud800", "write it as plain text")
+
+
+def test_names_refused_for_case_or_for_not_being_nccl():
+    (f,) = v.check_name("ld_preload", allow_unknown=True)
+    assert f.variable == "ld_preload" and f.rule.startswith("a profile may only set NCCL_* and TORCH_NCCL_*")
+    (f,) = v.check_name("PATH", allow_unknown=False)
+    assert f.variable == "PATH" and f.value is None
+    assert v.check("PATH", "a\nb") == v.check_name("PATH", allow_unknown=False)  # the value is not looked at
+
+
+# --- policy: one bad value never stops the others -----------------------------------------------------------
+
+
+def test_a_bad_or_empty_value_does_not_stop_the_keys_after_it():
+    from sglang_eagle_nccl.profile.policy import policy_from_mapping
+
+    for first in ({"sglang_wins": 5}, {"nccl_version": ""}, {"audit_dir": None}, {"unknown": 1}):
+        policy, _ = policy_from_mapping({**first, "consistency": "warn", "allow_partial": "1"}, "p.toml")
+        assert policy.consistency == "warn" and policy.allow_partial is True, first
+    _, (f,) = policy_from_mapping({"sglang_wins": ["PATH"]}, "p.toml")
+    assert f.fix == "remove it"
+
+
+# --- cli helpers ------------------------------------------------------------------------------------------------
+
+
+def test_emit_json_writes_any_value_as_text(capsys):
+    from pathlib import Path
+
+    from sglang_eagle_nccl.cli.common import emit_json
+
+    emit_json({"b": Path("/x"), "a": 1})
+    assert json_loads(capsys.readouterr().out) == {"a": 1, "b": "/x"}
+
+
+def json_loads(text):
+    import json
+
+    return json.loads(text)
+
+
+def test_commands_without_json_report_a_bad_profile_as_text():
+    res = CliRunner().invoke(main, ["env", "--nccl-env", "NCCL_BUFFSIZE=4M"])
+    assert res.exit_code == 2 and res.stdout == "" and "NCCL_BUFFSIZE='4M'" in res.stderr
+    assert not res.stderr.lstrip().startswith("{")
