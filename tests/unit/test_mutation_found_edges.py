@@ -398,3 +398,59 @@ def test_commands_without_json_report_a_bad_profile_as_text():
     res = CliRunner().invoke(main, ["env", "--nccl-env", "NCCL_BUFFSIZE=4M"])
     assert res.exit_code == 2 and res.stdout == "" and "NCCL_BUFFSIZE='4M'" in res.stderr
     assert not res.stderr.lstrip().startswith("{")
+
+
+# --- NCCL value parsing -------------------------------------------------------------------------------------
+
+from sglang_eagle_nccl.knowledge.nccl import parsing as p  # noqa: E402
+
+V24 = Version("2.24")
+
+
+@pytest.mark.parametrize("value,count", [
+    ("Gather:LL;Bcast:LL", 2), ("LL,LL64,LL65", 2), ("AllReduce:;Broadcast:", 2), ("a:b:c;AllReduce:d:e:f", 2),
+    ("LL;Simple;LL128", 2), ("AllReduce:^;Broadcast:^", 2), ("LL,^Simple,^LL128", 2),
+])
+def test_every_bad_section_and_token_is_reported(value, count):
+    findings = p.check_proto("NCCL_PROTO", value, V24)
+    assert [f.severity for f in findings] == ["error"] * count, findings
+
+
+def test_empty_sections_are_skipped_like_strtok():
+    assert p.check_proto("NCCL_PROTO", "LL;;AllReduce:Simple", V24) == []
+
+
+def test_a_semicolon_alone_is_the_per_collective_syntax():
+    (f,) = p.check_proto("NCCL_PROTO", "LL;Simple", Version("2.20"))
+    assert f.rule.startswith("the per-collective 'func:list' syntax needs NCCL >= 2.24")
+    assert f.fix == "use a flat list such as NCCL_PROTO=LL for this NCCL"
+
+
+def test_an_error_in_the_list_suppresses_the_ll128_warning():
+    assert [f.severity for f in p.check_proto("NCCL_PROTO", "LL128,bogus", V24)] == ["error"]
+
+
+def test_interface_list_edges():
+    for ok in ("XX", "=X", "lo", "ETH0", "eth0:29500"):
+        assert p.check_ifname_list("I", ok) == [], ok
+    (f,) = p.check_ifname_list("I", "eth0:1:2")
+    assert f.rule == "port in 'eth0:1:2' must be a number"
+
+
+def test_overflow_fix_names_what_was_asked_for():
+    (f,) = p.check_bytes("B", "9" * 30)
+    assert f.fix == "give a positive number of bytes that fits in 64 bits, or remove B to keep NCCL's default"
+
+
+def test_malformed_legacy_level_lists_the_level_names():
+    (f,) = p.check_level("L", "1x", None)
+    assert f.fix == "use one of " + ", ".join(p.LEVELS)
+
+
+def test_strtoll_signs_after_spaces_and_huge_negatives():
+    assert p.strtoll0("  -5").value == -5 and p.strtoll0("\t+5").consumed == "+5"
+    assert p.strtoll0("X5").consumed == "" and p.strtoll0("X5").value == 0
+    got = p.strtoll0("-" + "9" * 20)
+    assert (got.value, got.overflow) == (p.LLONG_MIN, True)
+    got = p.strtoll0("-9223372036854775809")
+    assert (got.value, got.overflow) == (p.LLONG_MIN, True)
