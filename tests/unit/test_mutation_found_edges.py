@@ -454,3 +454,18 @@ def test_strtoll_signs_after_spaces_and_huge_negatives():
     assert (got.value, got.overflow) == (p.LLONG_MIN, True)
     got = p.strtoll0("-9223372036854775809")
     assert (got.value, got.overflow) == (p.LLONG_MIN, True)
+
+
+def test_rule_findings_name_the_rule_and_say_why():
+    (shadow,) = [f for f in check_rules(rules({}, {}), None, None) if f.severity == "error"]
+    assert shadow.variable == "tuner.rules#2" and shadow.value == "AllReduce [0, 1024) bytes -> Ring/LL"
+    assert shadow.fix == "move it before the rule(s) that shadow it, narrow those, or delete it"
+    (w,) = check_rules(rules({"collective": "allgather", "algorithm": "tree", "protocol": "simple"}), None, None)
+    assert (w.variable, w.value) == ("tuner.rules#1.algorithm", "Tree")
+    assert w.rule == ("NCCL runs AllGather only with CollNetDirect, NVLS, PAT, Ring; this rule never changes anything")
+    assert w.fix == "choose one of those for AllGather"
+    (w,) = check_rules(rules({"algorithm": "nvls", "protocol": "LL"}), None, None)
+    assert w.rule == "NCCL runs NVLS only with the Simple protocol; this rule never changes anything"
+    assert w.fix == 'write protocol = "Simple" for NVLS'
+    (w,) = check_rules(rules({"protocol": "LL128"}), None, None)
+    assert w.fix.startswith("check NCCL's 'Enabled NCCL Func/Proto/Algo Matrix'") and w.rule.startswith("NCCL enables LL128")
