@@ -38,3 +38,21 @@ def test_bad_control_arguments_are_refused(lib):
     assert raw.sen_env_set_group(None, NAME.encode(), b"1") != 0
     assert raw.sen_env_set_group(b"", NAME.encode(), b"1") != 0
     assert raw.sen_env_environment_wins(None) != 0
+
+
+def _add(raw, collective=4, lo=0, hi=100, algorithm=1, protocol=0, channels=0, group=None):
+    return raw.sen_tuner_add_rule(collective, lo, hi, 1, 8, 1, 1, group, algorithm, protocol, channels)
+
+
+def test_the_tuner_refuses_rules_python_would_never_send(lib):
+    """The C side range-checks what it is handed (Python validates first; this is the second wall)."""
+    raw = lib._lib
+    assert _add(raw) == 0 and raw.sen_tuner_rule_count() == 1
+    assert _add(raw, lo=100, hi=100) < 0  # an empty [min, max)
+    assert _add(raw, lo=101, hi=100) < 0
+    assert _add(raw, lo=99, hi=100) == 1  # one byte wide is fine
+    assert _add(raw, algorithm=6) == 2 and _add(raw, algorithm=7) < 0  # PAT (6) is the highest id
+    assert _add(raw, protocol=2) == 3 and _add(raw, protocol=3) < 0
+    assert _add(raw, collective=5) < 0 and _add(raw, collective=-1) < 0 and _add(raw, algorithm=-1) < 0
+    assert _add(raw, channels=-1) < 0 and _add(raw, group=b"") < 0
+    assert raw.sen_tuner_rule_count() == 4

@@ -469,3 +469,41 @@ def test_rule_findings_name_the_rule_and_say_why():
     assert w.fix == 'write protocol = "Simple" for NVLS'
     (w,) = check_rules(rules({"protocol": "LL128"}), None, None)
     assert w.fix.startswith("check NCCL's 'Enabled NCCL Func/Proto/Algo Matrix'") and w.rule.startswith("NCCL enables LL128")
+
+
+def test_each_name_refusal_names_the_variable():
+    for name, allow in (("nccl_proto", False), ("PATH", False), ("NCCL_PROTOO", True), ("NCCL_PROTOO", False)):
+        (f,) = v.check_name(name, allow_unknown=allow)
+        assert f.variable == name and f.value is None, (name, f)
+
+
+def test_debug_file_in_a_world_writable_directory(tmp_path):
+    import os
+    import stat
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    assert os.stat(shared).st_mode & stat.S_IWOTH
+    findings = v.check("NCCL_DEBUG_FILE", f"{shared}/nccl.%h.log")
+    assert [f.severity for f in findings] == ["warning", "warning"]
+    assert all(f.variable == "NCCL_DEBUG_FILE" for f in findings)
+    assert "writable by everyone" in findings[1].rule
+    # an error in the value: the directory is not looked at
+    assert [f.severity for f in v.check("NCCL_DEBUG_FILE", f"{shared}/nccl.%q.log")] == ["error", "warning"]
+
+
+def test_an_empty_plugin_value_names_that_plugins_default_library():
+    assert "libnccl-tuner.so" in v.check("NCCL_TUNER_PLUGIN", "")[0].rule
+    assert "libnccl-net.so" in v.check("NCCL_NET_PLUGIN", "")[0].rule
+
+
+def test_plain_reads_an_unset_dataclass_field_as_none():
+    from dataclasses import field
+
+    @dataclass
+    class Lazy:
+        a: int = 1
+        later: int = field(init=False)
+
+    assert ap._plain(Lazy()) == {"a": 1, "later": None}
