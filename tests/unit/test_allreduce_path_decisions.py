@@ -260,8 +260,8 @@ def test_torch_process_group_without_torch_loaded():
 
 
 def test_torch_process_group_backend_decides_nccl(monkeypatch):
-    fake_torch = SimpleNamespace(distributed=SimpleNamespace(get_backend=lambda g: g.backend))
-    monkeypatch.setitem(__import__("sys").modules, "torch", fake_torch)
+    # torch's answer for the group's backend, as torch.distributed.get_backend gives it in a GPU process
+    monkeypatch.setattr(ap, "_backend_of", lambda device_group: getattr(device_group, "backend", None))
     d = ap.describe_group(group(device_group=Stored(backend="nccl")), sglang_version="0.5.23")
     e = d["implementations"]["torch_pg"]
     assert e["nccl"] is True and e["thresholds"] == {"backend": "nccl"}
@@ -327,8 +327,7 @@ def test_summary_of_a_gpu_group():
 
 
 def test_summary_with_torch_nccl(monkeypatch):
-    fake_torch = SimpleNamespace(distributed=SimpleNamespace(get_backend=lambda g: "nccl"))
-    monkeypatch.setitem(__import__("sys").modules, "torch", fake_torch)
+    monkeypatch.setattr(ap, "_backend_of", lambda device_group: "nccl")  # what torch says for an NCCL group
     d = ap.describe_group(_full_gpu_group(ca_comm=None), sglang_version="0.5.7")
     assert d["summary"] == ("no all-reduce bypasses NCCL; every all-reduce reaches NCCL: PyNccl inside CUDA graphs, "
                             "torch ProcessGroupNCCL eagerly")
