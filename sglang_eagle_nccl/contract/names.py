@@ -112,24 +112,3 @@ def nccl_snapshot(environ: object = None) -> dict[str, str]:
 
     env = os.environ if environ is None else environ
     return {k: v for k, v in env.items() if k.startswith(ALLOWED_PREFIXES)}  # type: ignore[attr-defined]
-
-
-def write_env(desired: dict[str, str], environ: object = None) -> list[tuple[str, str | None, str]]:
-    """The plugin's only environment writer: refuses any non-NCCL name before writing anything.
-
-    Returns ``(name, before, after)`` for every desired variable, in name order.
-    """
-    import os
-
-    env = os.environ if environ is None else environ
-    bad = sorted(k for k in desired if not is_allowed_name(k))
-    if bad:  # unreachable through validated profiles; kept so no caller can bypass it
-        raise ValueError(f"refusing to set non-NCCL variables: {', '.join(bad)}")
-    out = []
-    for name in sorted(desired):
-        before = env.get(name)  # type: ignore[attr-defined]
-        after = desired[name]
-        if before != after:
-            env[name] = after  # type: ignore[index]
-        out.append((name, before, after))
-    return out

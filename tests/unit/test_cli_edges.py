@@ -124,3 +124,10 @@ def test_dotenv_refuses_values_the_two_would_read_differently(runner, clean_envi
     res = runner.invoke(main, ["env", "--profile", str(profile), "--format", "dotenv"])
     assert res.exit_code == 2
     assert "NCCL_TOPO_FILE" in res.output and "use --format json or shell" in res.output
+
+
+def test_json_output_is_strict_json_whatever_a_value_holds():
+    from sglang_eagle_nccl.cli.common import strict
+
+    data = {"a": float("nan"), "b": [float("inf"), 1.5, {"c": float("-inf")}], "d": "x"}
+    assert json.loads(json.dumps(strict(data), allow_nan=False)) == {"a": None, "b": [None, 1.5, {"c": None}], "d": "x"}

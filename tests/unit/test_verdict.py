@@ -7,8 +7,10 @@ import json
 
 from sglang_eagle_nccl.contract.launch_dir import open_launch
 from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
-from sglang_eagle_nccl.offline.audit.judge import format_text, judge
+from sglang_eagle_nccl.offline.audit.judge import judge
 from sglang_eagle_nccl.offline.audit.read import read_launch
+from sglang_eagle_nccl.offline.audit.render import format_text
+from support.audit_records import ident
 
 
 def _launch(tmp_path, records_by_pid):
@@ -16,7 +18,7 @@ def _launch(tmp_path, records_by_pid):
     for pid, records in records_by_pid.items():
         with open(f"{run_dir}/proc-h-{pid}.jsonl", "w") as fh:
             for r in records:
-                fh.write(json.dumps({"pid": pid, "ts": 0, "role": "child", **r}) + "\n")
+                fh.write(json.dumps({"ts": 0, "role": "child", **ident(pid), **r}) + "\n")
     meta, procs = read_launch(run_dir)
     return judge(meta, procs, run_dir)
 
@@ -48,14 +50,14 @@ def test_what_does_not_exist_is_a_dash_never_a_check(tmp_path):
     pynccl = {"event": "pynccl_created", "group": "tp", "env": env, "available": False}
     report = _launch(tmp_path, {1: [_start(env), *_sched(env), group, pynccl]})
     assert {c.verdict for c in report.communicators} == {"absent"} and report.verdict == "ok"
-    text = format_text(report)
+    text = format_text(report, verbose=True)
     assert "  – scheduler" in text and "✓ scheduler" not in text.split("Communicators")[1]
 
 
 def test_values_print_as_nccl_users_write_them(tmp_path):
     report = _launch(tmp_path, {1: [_start({"NCCL_ALGO": "Ring"}), *_sched({})]})
     assert any("NCCL_ALGO=(unset) (profile: Ring)" in n for p in report.processes for n in p.notes)
-    assert "None" not in format_text(report)
+    assert "None" not in format_text(report, verbose=True)
 
 
 def test_only_helper_processes_is_not_a_pass(tmp_path):
@@ -69,7 +71,7 @@ def test_helpers_are_summarised_in_one_line(tmp_path):
     env = {"NCCL_ALGO": "Ring"}
     helpers = {pid: [_start(env, role="child")] for pid in range(10, 29)}
     report = _launch(tmp_path, {1: [_start(env), *_sched(env)], **helpers})
-    text = format_text(report)
+    text = format_text(report, verbose=True)
     assert "19 helper process(es) that never imported SGLang" in text
     assert text.count("child") <= 2
 
@@ -79,7 +81,7 @@ def test_eagle_groups_not_held_by_the_worker_are_unknown(tmp_path):
     eagle = {"event": "eagle_groups", "worker": "EAGLEWorkerV2", "draft": {}, "verify": {},
              "draft_note": "shares the target's groups (its parallel layout names no group of its own)"}
     report = _launch(tmp_path, {1: [_start(env), *_sched(env), eagle]})
-    text = format_text(report)
+    text = format_text(report, verbose=True)
     assert "draft on shares the target's groups" in text and "verify on unknown" in text
 
 

@@ -41,6 +41,9 @@ ALGORITHM_IDS = {name: i for i, name in enumerate(ALGORITHMS)}
 PROTOCOL_IDS = {name: i for i, name in enumerate(PROTOCOLS)}
 # NCCL's nChannels limit (MAXCHANNELS: 32 before 2.18, 64 since).
 MAX_CHANNELS = 64
+# NCCL passes nBytes, nRanks and nNodes as size_t (64 bits on every platform the plugin is built for): no
+# bound above it can ever be asked, and the C tuner stores bounds as uint64_t (native/abi.py uses this).
+SIZE_T_MAX = (1 << 64) - 1
 RULE_KEYS = ("collective", "bytes", "algorithm", "protocol", "nranks", "nnodes", "group", "channels")
 _GROUP_LABEL = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
 
@@ -125,6 +128,14 @@ def _name(kind: str, choices: Sequence[str], raw: Any, where: str, findings: lis
     return match
 
 
+def _shown(raw: Any) -> str:
+    # repr() of an integer over Python's 4300-digit limit raises; the finding shows its size instead.
+    try:
+        return repr(raw)
+    except ValueError:
+        return "a list holding an integer of more than 4300 digits"
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -142,13 +153,15 @@ def _bytes(raw: Any, where: str, findings: list[Finding]) -> tuple[int, int | No
         findings.append(error(where, repr(raw), "must be a list of two sizes [min, max)", f"write e.g. {example}"))
         return None
     lo, hi = raw
-    if not _is_int(lo) or lo < 0:
-        findings.append(error(where, repr(raw), "min must be an integer number of bytes >= 0", f"write e.g. {example}"))
+    if not _is_int(lo) or lo < 0 or lo >= SIZE_T_MAX:
+        findings.append(error(where, _shown(raw), f"min must be an integer number of bytes from 0 to {SIZE_T_MAX - 1}",
+                              f"write e.g. {example}"))
         return None
     if _is_inf(hi):
         return lo, None
-    if not _is_int(hi):
-        findings.append(error(where, repr(raw), "max must be an integer number of bytes or \"inf\"", f"write e.g. {example} or [65536, \"inf\"]"))
+    if not _is_int(hi) or hi > SIZE_T_MAX:
+        findings.append(error(where, _shown(raw), f"max must be an integer number of bytes up to {SIZE_T_MAX} (NCCL's "
+                              "size_t: no message is larger) or \"inf\"", f"write e.g. {example} or [65536, \"inf\"]"))
         return None
     if hi == lo:
         findings.append(error(where, repr(raw), "the range [min, max) is empty: max is excluded, so nothing matches", f"write [{lo}, {hi + 1}] or more"))
@@ -165,13 +178,15 @@ def _count_range(raw: Any, where: str, what: str, findings: list[Finding]) -> Ra
         findings.append(error(where, repr(raw), f"must be a list [min, max] of {what} (both included)", f"write e.g. {example}"))
         return None
     lo, hi = raw
-    if not _is_int(lo) or lo < 1:
-        findings.append(error(where, repr(raw), f"min must be an integer >= 1 ({what})", f"write e.g. {example}"))
+    if not _is_int(lo) or lo < 1 or lo > SIZE_T_MAX:
+        findings.append(error(where, _shown(raw), f"min must be an integer from 1 to {SIZE_T_MAX} ({what})",
+                              f"write e.g. {example}"))
         return None
     if _is_inf(hi):
         return lo, None
-    if not _is_int(hi):
-        findings.append(error(where, repr(raw), "max must be an integer or \"inf\"", f"write e.g. {example}"))
+    if not _is_int(hi) or hi > SIZE_T_MAX:
+        findings.append(error(where, _shown(raw), f"max must be an integer up to {SIZE_T_MAX} (NCCL's size_t) or \"inf\"",
+                              f"write e.g. {example}"))
         return None
     if hi < lo:
         findings.append(error(where, repr(raw), "the range is inverted (min > max)", f"write [{hi}, {lo}]"))

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglang_eagle_nccl.inproc.env_writer import put_back
-from sglang_eagle_nccl.offline.audit.judge import MARK, Report, format_text, load_report
+from sglang_eagle_nccl.inproc.boot import environ
+from sglang_eagle_nccl.offline.audit.judge import MARK, Report, load_report
+from sglang_eagle_nccl.offline.audit.render import format_text
 from sglang_eagle_nccl.offline.launch.child_env import child_environment
 
 
@@ -198,13 +199,9 @@ def run_preflight(
                                 root_pid=str(os.getpid()))
     cpu_env = cpu_rank_env(local_ranks) if device == "cpu" else {}
     saved = {k: os.environ.get(k) for k in [*updates, *cpu_env]}
-    for k, v in updates.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    for k, v in cpu_env.items():
-        os.environ.setdefault(k, v)
+    # Through the one writer: the hand-off, then the CPU binding where the user set none (harness names).
+    environ.write(updates)
+    environ.write({k: v for k, v in cpu_env.items() if k not in os.environ}, harness=True)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = []
@@ -223,7 +220,7 @@ def run_preflight(
             p.start()
             procs.append((rank, p))
     finally:
-        put_back(saved)
+        environ.put_back(saved, harness=True)
     outcomes: dict[int, RankOutcome] = {}
     deadline = start + timeout
     first_failure: float | None = None
