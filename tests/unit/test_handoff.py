@@ -27,8 +27,8 @@ def _data(**env: str) -> dict:
 
 
 UNSET_WIRE = (
-    "unset SGLANG_EAGLE_NCCL_PROFILE; sglang-eagle-nccl writes it for the processes it starts "
-    "(`sglang-eagle-nccl env` prints a fresh one)"
+    "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID (sglang-eagle-nccl writes both for the processes "
+    "it starts; `sglang-eagle-nccl env` prints fresh ones)"
 )
 
 
