@@ -7,7 +7,6 @@ NCCL calls it), not from a Python model of it, so it is what NCCL would be told.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import click
@@ -27,16 +26,24 @@ def parse_size(text: str) -> int | None:
 
 
 def rules_from_file(path: str, *, as_json: bool = False) -> tuple[list[Any], list[Any]]:
-    """``[[tuner.rules]]`` of a TOML file -> (rules, findings); input errors exit 2."""
-    from sglang_eagle_nccl.knowledge import _toml
+    """``[[tuner.rules]]`` of a TOML file -> (rules, findings); input errors exit 2, naming the file.
+
+    Read like a profile: a regular file only (a FIFO or a device is refused at once, never waited
+    on or read without end), at most a profile's size, and parsed by the same bounded TOML reader.
+    """
+    from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
     from sglang_eagle_nccl.knowledge.nccl.tuner_rules import parse_rules
+    from sglang_eagle_nccl.profile.sources import MAX_PROFILE_BYTES, parse_toml_document
 
     try:
-        data = _toml.loads(Path(path).read_text("utf-8"))
-    except OSError as exc:
-        fail_input(f"--rules {path}: cannot read it: {exc.strerror}. Fix: give a readable TOML file", as_json=as_json)
-    except _toml.TOMLDecodeError as exc:
-        fail_input(f"--rules {path}: not valid TOML: {exc}. Fix: correct the TOML syntax", as_json=as_json)
+        text = read_regular_file(path, MAX_PROFILE_BYTES, follow_symlinks=True).decode("utf-8")
+    except UnreadableFile as exc:
+        fail_input(f"--rules {path}: cannot read it: {exc.reason}. Fix: give a readable TOML file", as_json=as_json)
+    except UnicodeDecodeError as exc:
+        fail_input(f"--rules {path}: not UTF-8 text (byte {exc.start}). Fix: save it as UTF-8 TOML", as_json=as_json)
+    data, problems = parse_toml_document(text, f"--rules {path}", what="rules file")
+    if data is None:
+        fail_input(problems[0].message(), as_json=as_json, findings=problems)
     raw = data.get("tuner", {}).get("rules") if isinstance(data.get("tuner"), dict) else None
     if raw is None:
         fail_input(f"--rules {path}: no [[tuner.rules]] in it. Fix: add at least one [[tuner.rules]] block", as_json=as_json)

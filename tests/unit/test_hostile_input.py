@@ -106,6 +106,34 @@ CASES = [
          files={"p.toml": "[nodes.007.env]\nNCCL_SOCKET_IFNAME = 'eth0'\n[nodes.7.env]\nNCCL_SOCKET_IFNAME = 'eth1'\n"}),
     Case("profile path is a FIFO", ("validate", "{tmp}/fifo.toml"), 1,
          "{tmp}/fifo.toml", None, "not a regular file", "give a .toml file", setup="fifo_profile"),
+    # --- issue 18: an integer beyond Python's 4300-digit limit, in every door a TOML file enters by --
+    *[
+        Case(f"5000-digit TOML integer: {' '.join(argv[:2])}", argv, code, "{tmp}/big.toml", None,
+             "an integer on line 3 has more than 4300 digits", "write a number that fits in 64 bits",
+             files={"big.toml": f"[env]\nNCCL_PROTO = 'LL'\nNCCL_BUFFSIZE = {HUGE}\n"})
+        for argv, code in [
+            (("validate", "{tmp}/big.toml"), 1),
+            (("profiles", "show", "{tmp}/big.toml"), 2),
+            (("env", "--profile", "{tmp}/big.toml"), 2),
+            (("launch", "--profile", "{tmp}/big.toml", "--dry-run", "--", "--model-path", "m"), 2),
+            (("doctor", "--profile", "{tmp}/big.toml"), 2),
+            (("tuner", "--profile", "{tmp}/big.toml", "--bytes", "1", "--nranks", "2"), 2),
+            (("preflight", "--tp", "1", "--profile", "{tmp}/big.toml"), 2),
+        ]
+    ],
+    Case("5000-digit TOML integer in [policy], named by the gate", ("profiles", "show"), 2,
+         "{tmp}/big.toml", None, "an integer on line 2 has more than 4300 digits", "write a number that fits in 64 bits",
+         env={"SGLANG_EAGLE_NCCL": "{tmp}/big.toml"}, files={"big.toml": f"[policy]\nconsistency_timeout_s = {HUGE}\n"}),
+    Case("5000-digit integer in a rule's bytes", ("tuner", "--rules", "{tmp}/r.toml", "--bytes", "1", "--nranks", "2"), 2,
+         "--rules {tmp}/r.toml", None, "an integer on line 4 has more than 4300 digits", "write a number that fits in 64 bits",
+         files={"r.toml": f"[[tuner.rules]]\ncollective = 'allreduce'\nbytes = [0,\n  {HUGE}]\nalgorithm = 'ring'\n"}),
+    Case("5000-digit hidden_size in a model config", ("sizes", "--model-config", "{tmp}/config.json"), 2,
+         "--model-config", "'{tmp}/config.json'", "has an integer of more than 4300 digits on line 3",
+         "pass the model's Hugging Face config.json unchanged",
+         files={"config.json": f'{{"model_type": "llama",\n "note": "{HUGE}",\n "hidden_size": {HUGE}}}\n'}),
+    Case("malformed rules file names its line", ("tuner", "--rules", "{tmp}/r.toml", "--bytes", "1", "--nranks", "2"), 2,
+         "--rules {tmp}/r.toml", None, "malformed TOML", "fix the TOML syntax",
+         files={"r.toml": "[[tuner.rules]]\ncollective = 'allreduce'\nbytes = [0, \n"}),
     # --- item 6: audit on hostile directories ------------------------------------------------
     Case("audit: no such directory", ("audit", "{tmp}/nowhere"), 2,
          "{tmp}/nowhere", None, "cannot judge: audit directory {tmp}/nowhere cannot be used", "give the launch directory"),
