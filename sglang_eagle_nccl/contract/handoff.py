@@ -42,8 +42,11 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 WIRE_PREFIX = "sen3"
-# Environment values are read by every process at start; a profile is a short document.
-MAX_WIRE_CHARS = 256 * 1024
+# The hand-off is one environment entry of every process a launch starts, so Linux's limit on one
+# ``NAME=value`` entry (MAX_ARG_STRLEN, its NUL included) bounds it: a longer one makes every
+# spawn fail with E2BIG. The hex doubles the JSON, so a profile of about 64 KiB of values reaches
+# it. The encoder refuses to write one (:func:`encode`), the decoder to read one.
+MAX_WIRE_CHARS = names.MAX_ARG_STRLEN - len(names.ENV_PROFILE) - 2
 KEY_FILE = "handoff.key"
 KEY_BYTES = 32
 _PROFILE_KEYS = ("name", "description", "env", "groups", "nodes", "policy", "sources", "tuner_rules")
@@ -250,10 +253,32 @@ def encode(profile_data: "Mapping[str, Any]", *, inputs: "Mapping[str, str]", ru
         "run_dir": run_dir,
     }
     payload = dumps(body).encode("utf-8").hex()
+    # Checked before the key is touched: a hand-off no process could be started with is never
+    # written, and the launch fails here, naming the profile, instead of at every spawn.
+    signed_chars = len(WIRE_PREFIX) + 1 + len(payload) + 1 + 64
+    if signed_chars > MAX_WIRE_CHARS:
+        raise _too_large(signed_chars, len(payload) // 2)
     # key None: this user's key, created if need be; b"" (or no key possible): unsigned, so readers
     # run every check themselves.
     key = ensure_key() if key is None else key
     return f"{WIRE_PREFIX}.{payload}.{digest(key, payload) if key else '-'}"
+
+
+def _too_large(chars: int, json_bytes: int) -> "ProfileError":
+    from sglang_eagle_nccl.contract.findings import ProfileError, error
+
+    entry = len(names.ENV_PROFILE) + 1 + chars + 1
+    return ProfileError([
+        error(
+            names.ENV_PROFILE, f"{chars} characters",
+            f"the serialised profile every process of the launch inherits would take {entry} bytes as "
+            f"{names.ENV_PROFILE}=<value> (hex of {json_bytes} bytes of JSON: twice the profile's size); Linux "
+            f"refuses to start a process with any environment entry over MAX_ARG_STRLEN ({names.MAX_ARG_STRLEN} "
+            "bytes), so every process SGLang starts would fail with 'Argument list too long'",
+            f"shorten the profile to under about {MAX_WIRE_CHARS // 2 // 1024} KiB of values, node sections and "
+            "rules (long values such as a topology belong in a file: NCCL_TOPO_FILE=/path)",
+        )
+    ])
 
 
 # What a launcher writes for the processes it starts, besides the gate. A fix that unsets the

@@ -46,7 +46,8 @@ def parse_conf_text(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     """NCCL's conf-file rules: ``NAME=value``, split at the first '=', no trimming.
 
     NCCL 2.26+ skips lines starting with '#'; older NCCL sets a variable literally named
-    ``#FOO``. A space around '=' ends up inside the name or value (nccl-env.md §2).
+    ``#FOO``. A space around '=' ends up inside the name or value (NCCL ``src/misc/param.cc``
+    ``setEnvFile``: split at the first '=', nothing trimmed).
     """
     values: list[tuple[str, str]] = []
     problems: list[str] = []

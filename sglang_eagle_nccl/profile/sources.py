@@ -219,7 +219,8 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
     layer.origin.update({f"env:{k}": source for k in env})
     groups = doc.get("groups", {})
     if not isinstance(groups, dict):
-        findings.append(error("groups", None, "[groups] must contain [groups.<name>.env] tables", "see README"))
+        findings.append(error("groups", None, "[groups] must contain [groups.<name>.env] tables",
+                              "write one table per group, e.g. [groups.tp.env] then NCCL_PROTO = \"LL\""))
         groups = {}
     for gname, gtable in groups.items():
         if not isinstance(gtable, dict) or set(gtable) - {"env"}:
@@ -232,7 +233,8 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
         layer.origin.update({f"groups.{gname}:{k}": source for k in genv})
     nodes = doc.get("nodes", {})
     if not isinstance(nodes, dict):
-        findings.append(error("nodes", None, "[nodes] must contain [nodes.<rank>.env] tables", "see README"))
+        findings.append(error("nodes", None, "[nodes] must contain [nodes.<rank>.env] tables",
+                              "write one table per node rank, e.g. [nodes.0.env] then NCCL_SOCKET_IFNAME = \"eth0\""))
         nodes = {}
     node_ranks, node_findings = check_node_keys(list(nodes))
     findings += node_findings
