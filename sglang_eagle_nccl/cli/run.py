@@ -136,8 +136,17 @@ def launch(
         profiles, nccl_env, allow_unknown=allow_unknown, audit_dir=audit_dir, audit_required=audit_required,
         allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None,
     )
-    _check_sglang_coverage(resolution.profile, python)
     from sglang_eagle_nccl.contract.findings import ProfileError
+
+    if python is None:
+        # The server runs this installation: refuse here, before anything starts, what its
+        # activation would refuse (another interpreter decides with its own installation).
+        from sglang_eagle_nccl.offline.activation_check import launch_problems
+
+        refused = launch_problems(resolution.profile, os.environ)
+        if refused:
+            fail_input(str(ProfileError(refused)))
+    _check_sglang_coverage(resolution.profile, python)
 
     try:
         plan = plan_launch(resolution.profile, args, python=python, dry_run=dry_run)
@@ -241,6 +250,12 @@ def preflight(
         fail_input("--nnodes > 1 needs --dist-init-addr HOST:PORT (the same on every node)", as_json=as_json)
     resolution = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, audit_dir=audit_dir)
     from sglang_eagle_nccl.contract.findings import ProfileError
+    from sglang_eagle_nccl.offline.activation_check import launch_problems
+
+    # The ranks activate with this installation: what they would refuse is refused before they start.
+    refused = launch_problems(resolution.profile, os.environ, node_rank=node_rank)
+    if refused:
+        fail_input(str(ProfileError(refused)), as_json=as_json, findings=refused)
 
     try:
         result = run_preflight(

@@ -1,4 +1,4 @@
-"""The same answer everywhere (issue 18, item 1): validate, env, doctor and activation agree.
+"""The same answer everywhere (issue 18, item 1): validate, env, doctor, the launchers and activation agree.
 
 Each refusal that depends on the environment a profile meets (another NCCL plugin there, a node
 rank that is not one, a serialised profile too large to start a process with, [[tuner.rules]]
@@ -135,6 +135,11 @@ def _all_refuse(spec: str, expected: str, fix: str, tmp_path: Path, child_env: d
     assert validate.exit_code == 1 and expected in validate.output and fix in validate.output, validate.output
     env = cli("env", "--profile", spec)
     assert env.exit_code == 2 and expected in env.output and fix in env.output, env.output
+    # The launchers refuse before starting anything, with the same finding.
+    for argv in (("launch", "--profile", spec, "--dry-run", "--", "--model-path", "m"),
+                 ("preflight", "--tp", "1", "--profile", spec)):
+        started = cli(*argv)
+        assert started.exit_code == 2 and expected in started.output and fix in started.output, started.output
     doctor = json.loads(cli("doctor", "--profile", spec, "--json").output)
     assert any("activation would refuse" in p and expected in p for p in doctor["problems"]), doctor["problems"]
     child = activate_in_child({names.ENV_ENABLE: spec, **child_env}, tmp_path)
