@@ -103,6 +103,9 @@ class ModelShape:
         }
 
 
+# Counts SGLang keeps in C ints (batch sizes, token counts, hidden sizes): larger ones are no model's
+# and would make byte counts whose decimal text Python refuses to print (over 4300 digits).
+MAX_COUNT = 2**31 - 1
 # A Hugging Face config.json is a few KiB (the largest multimodal ones tens of KiB); the cap only
 # bounds what a wrong path (a weights file, a log) can make this command read.
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
@@ -202,8 +205,9 @@ def model_shape(config: Mapping[str, Any] | str | Path, dtype: str = "auto") -> 
             f"{shown}: neither the config nor its text sub-config ({', '.join(_TEXT_CONFIG_KEYS)}) has hidden_size",
             "pass the config.json of the language model that SGLang serves (for an EAGLE server, the target model's)",
         ))
-    elif isinstance(hidden, bool) or not isinstance(hidden, int) or hidden <= 0:
-        problems.append(error(hidden_key or "hidden_size", str(hidden), f"{shown}: must be a positive integer", "pass an unmodified Hugging Face config.json"))
+    elif isinstance(hidden, bool) or not isinstance(hidden, int) or not 0 < hidden <= MAX_COUNT:
+        problems.append(error(hidden_key or "hidden_size", _shown(hidden), f"{shown}: must be a positive integer up to {MAX_COUNT}",
+                              "pass an unmodified Hugging Face config.json"))
 
     if dtype is None:
         dtype = "auto"
@@ -626,11 +630,18 @@ def predict_path(sglang_version: str, nbytes: int, tp_size: int, flags: Mapping[
 # --------------------------------------------------------------------------------------------------
 
 
+def _shown(value: Any) -> str:
+    # str() of an int over 4300 digits raises; such a number is shown by its size instead.
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"(an integer of {value.bit_length()} bits)"
+    return str(value)
+
+
 def _positive(name: str, value: Any, fix: str, problems: list[Finding], *, allow_none: bool = True) -> int | None:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        problems.append(error(name, str(value), "must be a positive integer", fix))
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        problems.append(error(name, _shown(value), f"must be a positive integer up to {MAX_COUNT}", fix))
         return None
     return value
 
@@ -663,8 +674,8 @@ def size_report(
     steps = _positive("--speculative-num-steps", num_steps, "pass SGLang's --speculative-num-steps, e.g. 3", problems)
     max_bs = _positive("--cuda-graph-max-bs", cuda_graph_max_bs, "pass SGLang's --cuda-graph-max-bs", problems)
     chunk = chunked_prefill_size
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk == 0 or chunk < -1):
-        problems.append(error("--chunked-prefill-size", str(chunk), "must be a positive integer, or -1 (chunking off)", "pass SGLang's --chunked-prefill-size, e.g. 8192"))
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk == 0 or not -1 <= chunk <= MAX_COUNT):
+        problems.append(error("--chunked-prefill-size", _shown(chunk), "must be a positive integer, or -1 (chunking off)", "pass SGLang's --chunked-prefill-size, e.g. 8192"))
     # The tensor's dtype is the model's (set per phase below); cuda_graph / piecewise_cuda_graph say
     # how decode-like steps and prefill run and are turned into a per-phase mode.
     user_flags = {k: v for k, v in (flags or {}).items() if str(k).lstrip("-").replace("-", "_").lower() != "dtype"}

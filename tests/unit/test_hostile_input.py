@@ -11,6 +11,7 @@ writes (never text copied from the input), that no traceback was printed or rais
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -341,3 +342,40 @@ def test_doctor_lists_a_bad_environment_profile_and_exits_1(environ_guard, clean
     assert dict(os.environ) == before
     assert result.exit_code == 1
     assert "cannot be applied" in result.output and "NCCL_BUFFSIZE=4194304" in result.output
+
+
+@pytest.mark.parametrize("hidden,ok", [(2**31 - 1, True), (2**31, False), (10**4298, False)])
+def test_sizes_bounds_the_hidden_size_at_a_c_int(hidden, ok, environ_guard, private_tmp, clean_environ):
+    # Larger is no model's, and its byte counts would have more decimal digits than Python prints.
+    config = private_tmp / "config.json"
+    config.write_text(f'{{"hidden_size": {hidden}, "torch_dtype": "bfloat16"}}')
+    result = CliRunner().invoke(main, ["sizes", "--model-config", str(config), "--chunked-prefill-size", "8192"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == (0 if ok else 2), result.output
+    assert ("must be a positive integer up to 2147483647" in result.output) != ok
+
+
+@pytest.mark.parametrize("size,ok", [(2**31 - 1, True), (2**31, False)])
+def test_sizes_bounds_the_batch_size_at_a_c_int(size, ok, environ_guard, private_tmp, clean_environ):
+    config = private_tmp / "config.json"
+    config.write_text('{"hidden_size": 4096, "torch_dtype": "bfloat16"}')
+    result = CliRunner().invoke(main, ["sizes", "--model-config", str(config), "--batch-size", str(size)])
+    assert result.exit_code == (0 if ok else 2), result.output
+    assert ("--batch-size='2147483648': must be a positive integer up to 2147483647" in result.output) != ok
+
+
+def test_analyze_json_stays_strict_with_absurd_numbers(environ_guard, private_tmp, clean_environ):
+    # float() reads 400 digits as inf, which json.dumps writes as Infinity (not JSON); such a
+    # field is not a number SGLang writes, so it is not read as one.
+    line = ("[2026-11-29 09:56:05 TP0] Decode batch, #running-req: 1, #token: 10, token usage: 0.00, accept len: {a}, "
+            "accept rate: 0.00, cpu graph: False, gen throughput (token/s): {g}, #queue-req: 0\n")
+    log = private_tmp / "server.log"
+    log.write_text(line.format(a="1.00", g="5.22") + line.format(a="9" * 400, g="9" * 400 + ".5"))
+    result = CliRunner().invoke(main, ["analyze", str(log), "--json"])
+    assert result.exit_code == 0, result.output
+
+    def refuse(constant):
+        raise AssertionError(f"not strict JSON: {constant}")
+
+    reports = json.loads(result.output, parse_constant=refuse)
+    assert reports and "Infinity" not in result.output
