@@ -13,7 +13,9 @@ import click
 
 from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options, resolve_or_exit
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(|k|ki|kib|m|mi|mib|g|gi|gib|b)\s*$", re.IGNORECASE)
+# At most 20 ASCII digits (a 64-bit size_t has 20): int() never sees a number long enough to be
+# slow or to pass Python's 4300-digit limit (a traceback, not a message).
+_SIZE = re.compile(r"^\s*([0-9]{1,20})\s*(|k|ki|kib|m|mi|mib|g|gi|gib|b)\s*$", re.IGNORECASE)
 _POWER = {"": 0, "b": 0, "k": 1, "ki": 1, "kib": 1, "m": 2, "mi": 2, "mib": 2, "g": 3, "gi": 3, "gib": 3}
 
 
@@ -104,7 +106,10 @@ def tuner_cmd(
         fail_input("--nranks (or --tp) is required: the communicator size. Fix: e.g. --nranks 8", as_json=as_json)
     nbytes = parse_size(size) if size is not None else 0
     if nbytes is None:
-        fail_input(f"--bytes {size!r}: not a size. Fix: give a byte count such as 14336 or 64KiB", as_json=as_json)
+        from sglang_eagle_nccl.contract.findings import shown_value
+
+        fail_input(f"--bytes {shown_value(size or '')}: not a size. Fix: give a byte count such as 14336 or 64KiB",
+                   as_json=as_json)
     name = next((c for c in COLLECTIVES if c.lower() == collective.lower()), None)
     if name is None:
         fail_input(f"--collective {collective!r}: unknown collective. Fix: use one of {', '.join(COLLECTIVES)}", as_json=as_json)

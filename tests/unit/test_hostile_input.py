@@ -135,6 +135,10 @@ CASES = [
     Case("malformed rules file names its line", ("tuner", "--rules", "{tmp}/r.toml", "--bytes", "1", "--nranks", "2"), 2,
          "--rules {tmp}/r.toml", None, "malformed TOML", "fix the TOML syntax",
          files={"r.toml": "[[tuner.rules]]\ncollective = 'allreduce'\nbytes = [0, \n"}),
+    Case("5000-digit --bytes", ("tuner", "--bytes", HUGE, "--nranks", "2"), 2,
+         "--bytes", _cut(HUGE), "not a size", "give a byte count such as 14336 or 64KiB"),
+    Case("non-ASCII digit in --bytes", ("tuner", "--bytes", "٣KiB", "--nranks", "2"), 2,
+         "--bytes", "'٣KiB'", "not a size", "give a byte count such as 14336 or 64KiB"),
     # --- item 6: audit on hostile directories ------------------------------------------------
     Case("audit: no such directory", ("audit", "{tmp}/nowhere"), 2,
          "{tmp}/nowhere", None, "cannot judge: audit directory {tmp}/nowhere cannot be used", "give the launch directory"),
