@@ -32,10 +32,19 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     """
     import shlex
 
+    from sglang_eagle_nccl.contract import names
+    from sglang_eagle_nccl.contract.findings import ProfileError
+    from sglang_eagle_nccl.contract.handoff import current_inputs
     from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
-    from sglang_eagle_nccl.offline.launch.child_env import EXTERNAL_ROOT, child_environment
+    from sglang_eagle_nccl.offline.activation_check import environment_problems, launch_problems
+    from sglang_eagle_nccl.offline.launch.child_env import EXTERNAL_ROOT, child_environment, merged
+    from sglang_eagle_nccl.profile.limits import check_exec_size
 
     profile = resolve_or_exit(profiles, nccl_env, allow_unknown=allow_unknown).profile
+    # Activation's own checks, before anything is written (the key, the launch directory).
+    refused = launch_problems(profile, os.environ, node_rank=node_rank)
+    if refused:
+        fail_input(str(ProfileError(refused)), findings=refused)
     run_dir = None
     if audit_dir:
         meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl env"}
@@ -44,15 +53,26 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
         except AuditError as exc:
             fail_input(str(exc))
     # With a launch directory no process of that launch is its root: they all join it as children.
-    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
-                                root_pid=EXTERNAL_ROOT if run_dir else None)
+    try:
+        updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
+                                    root_pid=EXTERNAL_ROOT if run_dir else None)
+    except ProfileError as exc:
+        fail_input(str(exc), findings=exc.findings)
     out = {k: v for k, v in updates.items() if v is not None}
-    from sglang_eagle_nccl.contract.findings import ProfileError
-    from sglang_eagle_nccl.profile.limits import check_exec_size
-
+    # The serialised profile records the SGLANG_EAGLE_NCCL* inputs it was resolved from, so a
+    # process with other inputs refuses it as stale: print every one it records, or a process
+    # started with exactly this output (Ray, Kubernetes) would refuse it.
+    out.update(current_inputs(merged(os.environ, updates)))
     too_big = [f for f in check_exec_size(out, []) if f.severity == "error"]
     if too_big:
         fail_input(str(ProfileError(too_big)))
+    # Proof, not hope: activation itself, on exactly what is printed and on this shell with it.
+    for where, environ in (("exactly this environment", out), ("this shell with this environment added",
+                                                                 merged(os.environ, out))):
+        refused = environment_problems(environ)
+        if refused:
+            fail_input(f"a process started with {where} would refuse the profile "
+                       f"({names.ENV_PROFILE} as printed):\n{ProfileError(refused)}", findings=refused)
     if fmt == "json":
         emit_json(out)
     elif fmt == "dotenv":
@@ -116,8 +136,17 @@ def launch(
         profiles, nccl_env, allow_unknown=allow_unknown, audit_dir=audit_dir, audit_required=audit_required,
         allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None,
     )
-    _check_sglang_coverage(resolution.profile, python)
     from sglang_eagle_nccl.contract.findings import ProfileError
+
+    if python is None:
+        # The server runs this installation: refuse here, before anything starts, what its
+        # activation would refuse (another interpreter decides with its own installation).
+        from sglang_eagle_nccl.offline.activation_check import launch_problems
+
+        refused = launch_problems(resolution.profile, os.environ)
+        if refused:
+            fail_input(str(ProfileError(refused)))
+    _check_sglang_coverage(resolution.profile, python)
 
     try:
         plan = plan_launch(resolution.profile, args, python=python, dry_run=dry_run)
@@ -220,6 +249,14 @@ def preflight(
     if nnodes > 1 and not dist_init_addr:
         fail_input("--nnodes > 1 needs --dist-init-addr HOST:PORT (the same on every node)", as_json=as_json)
     resolution = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, audit_dir=audit_dir)
+    from sglang_eagle_nccl.contract.findings import ProfileError
+    from sglang_eagle_nccl.offline.activation_check import launch_problems
+
+    # The ranks activate with this installation: what they would refuse is refused before they start.
+    refused = launch_problems(resolution.profile, os.environ, node_rank=node_rank)
+    if refused:
+        fail_input(str(ProfileError(refused)), as_json=as_json, findings=refused)
+
     try:
         result = run_preflight(
             resolution.profile, tp_size=tp_size, dp_attention=dp_attention, backend=backend, timeout=timeout,
@@ -228,6 +265,8 @@ def preflight(
         )
     except PreflightError as exc:
         fail_input(str(exc), as_json=as_json)
+    except ProfileError as exc:  # the ranks' hand-off cannot be written (too large to start them with)
+        fail_input(str(exc), as_json=as_json, findings=exc.findings)
     if as_json:
         emit_json(result.to_dict())
     else:

@@ -7,14 +7,15 @@ NCCL calls it), not from a Python model of it, so it is what NCCL would be told.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import click
 
 from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options, resolve_or_exit
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(|k|ki|kib|m|mi|mib|g|gi|gib|b)\s*$", re.IGNORECASE)
+# At most 20 ASCII digits (a 64-bit size_t has 20): int() never sees a number long enough to be
+# slow or to pass Python's 4300-digit limit (a traceback, not a message).
+_SIZE = re.compile(r"^\s*([0-9]{1,20})\s*(|k|ki|kib|m|mi|mib|g|gi|gib|b)\s*$", re.IGNORECASE)
 _POWER = {"": 0, "b": 0, "k": 1, "ki": 1, "kib": 1, "m": 2, "mi": 2, "mib": 2, "g": 3, "gi": 3, "gib": 3}
 
 
@@ -27,16 +28,24 @@ def parse_size(text: str) -> int | None:
 
 
 def rules_from_file(path: str, *, as_json: bool = False) -> tuple[list[Any], list[Any]]:
-    """``[[tuner.rules]]`` of a TOML file -> (rules, findings); input errors exit 2."""
-    from sglang_eagle_nccl.knowledge import _toml
+    """``[[tuner.rules]]`` of a TOML file -> (rules, findings); input errors exit 2, naming the file.
+
+    Read like a profile: a regular file only (a FIFO or a device is refused at once, never waited
+    on or read without end), at most a profile's size, and parsed by the same bounded TOML reader.
+    """
+    from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
     from sglang_eagle_nccl.knowledge.nccl.tuner_rules import parse_rules
+    from sglang_eagle_nccl.profile.sources import MAX_PROFILE_BYTES, parse_toml_document
 
     try:
-        data = _toml.loads(Path(path).read_text("utf-8"))
-    except OSError as exc:
-        fail_input(f"--rules {path}: cannot read it: {exc.strerror}. Fix: give a readable TOML file", as_json=as_json)
-    except _toml.TOMLDecodeError as exc:
-        fail_input(f"--rules {path}: not valid TOML: {exc}. Fix: correct the TOML syntax", as_json=as_json)
+        text = read_regular_file(path, MAX_PROFILE_BYTES, follow_symlinks=True).decode("utf-8")
+    except UnreadableFile as exc:
+        fail_input(f"--rules {path}: cannot read it: {exc.reason}. Fix: give a readable TOML file", as_json=as_json)
+    except UnicodeDecodeError as exc:
+        fail_input(f"--rules {path}: not UTF-8 text (byte {exc.start}). Fix: save it as UTF-8 TOML", as_json=as_json)
+    data, problems = parse_toml_document(text, f"--rules {path}", what="rules file")
+    if data is None:
+        fail_input(problems[0].message(), as_json=as_json, findings=problems)
     raw = data.get("tuner", {}).get("rules") if isinstance(data.get("tuner"), dict) else None
     if raw is None:
         fail_input(f"--rules {path}: no [[tuner.rules]] in it. Fix: add at least one [[tuner.rules]] block", as_json=as_json)
@@ -97,7 +106,10 @@ def tuner_cmd(
         fail_input("--nranks (or --tp) is required: the communicator size. Fix: e.g. --nranks 8", as_json=as_json)
     nbytes = parse_size(size) if size is not None else 0
     if nbytes is None:
-        fail_input(f"--bytes {size!r}: not a size. Fix: give a byte count such as 14336 or 64KiB", as_json=as_json)
+        from sglang_eagle_nccl.contract.findings import shown_value
+
+        fail_input(f"--bytes {shown_value(size or '')}: not a size. Fix: give a byte count such as 14336 or 64KiB",
+                   as_json=as_json)
     name = next((c for c in COLLECTIVES if c.lower() == collective.lower()), None)
     if name is None:
         fail_input(f"--collective {collective!r}: unknown collective. Fix: use one of {', '.join(COLLECTIVES)}", as_json=as_json)

@@ -8,7 +8,7 @@ interpreter start.
 # Set by the user (or by the plugin for the processes SGLang spawns): a built-in profile name,
 # a TOML file, or a bare "1"/"on" meaning "enabled with the other variables below".
 ENV_ENABLE = "SGLANG_EAGLE_NCCL"
-# The resolved profile in the one wire format (profile/wire.py), written by the launcher for the
+# The resolved profile in the one wire format (contract/handoff.py), written by the launcher for the
 # processes it starts: they re-create exactly the same profile without re-reading files.
 ENV_PROFILE = "SGLANG_EAGLE_NCCL_PROFILE"
 # Extra KEY=VALUE settings (whitespace separated), like repeated --nccl-env flags.

@@ -46,7 +46,8 @@ def parse_conf_text(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     """NCCL's conf-file rules: ``NAME=value``, split at the first '=', no trimming.
 
     NCCL 2.26+ skips lines starting with '#'; older NCCL sets a variable literally named
-    ``#FOO``. A space around '=' ends up inside the name or value (nccl-env.md §2).
+    ``#FOO``. A space around '=' ends up inside the name or value (NCCL ``src/misc/param.cc``
+    ``setEnvFile``: split at the first '=', nothing trimmed).
     """
     values: list[tuple[str, str]] = []
     problems: list[str] = []
@@ -67,6 +68,10 @@ def parse_conf_text(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     return values, problems
 
 
+# An NCCL conf file is a handful of NAME=value lines; the cap only bounds a wrong path.
+MAX_CONF_BYTES = 1024 * 1024
+
+
 def conf_files(environ: Mapping[str, str] | None = None) -> list[ConfFile]:
     env = os.environ if environ is None else environ
     files: list[tuple[str, str]] = []
@@ -80,17 +85,21 @@ def conf_files(environ: Mapping[str, str] | None = None) -> list[ConfFile]:
             home = env.get("HOME", "~")
         files.append((os.path.join(home, ".nccl.conf"), "~/.nccl.conf"))
     files.append(("/etc/nccl.conf", "/etc/nccl.conf"))
+    from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
+
     out = []
     for path, role in files:
-        p = Path(path)
-        if not p.is_file():
+        if not os.path.exists(path):  # a dangling symlink too: NCCL's fopen fails and it reads nothing
             out.append(ConfFile(path, role, False))
             continue
         try:
-            values, problems = parse_conf_text(p.read_text("utf-8", errors="replace"))
-        except OSError as exc:
-            out.append(ConfFile(path, role, True, (), (f"unreadable: {exc.strerror}",)))
+            # NCCL_CONF_FILE comes from the environment: a FIFO there must not make doctor wait
+            # forever, nor a device read without end. NCCL itself follows symlinks (fopen).
+            data = read_regular_file(path, MAX_CONF_BYTES, follow_symlinks=True)
+        except UnreadableFile as exc:
+            out.append(ConfFile(path, role, True, (), (f"unreadable: {exc.reason}",)))
             continue
+        values, problems = parse_conf_text(data.decode("utf-8", errors="replace"))
         out.append(ConfFile(path, role, True, tuple(values), tuple(problems)))
     return out
 

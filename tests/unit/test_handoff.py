@@ -27,8 +27,8 @@ def _data(**env: str) -> dict:
 
 
 UNSET_WIRE = (
-    "unset SGLANG_EAGLE_NCCL_PROFILE; sglang-eagle-nccl writes it for the processes it starts "
-    "(`sglang-eagle-nccl env` prints a fresh one)"
+    "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID (sglang-eagle-nccl writes both for the processes "
+    "it starts; `sglang-eagle-nccl env` prints fresh ones)"
 )
 
 
@@ -76,7 +76,9 @@ def test_stale_wire_refused_naming_the_variable():
         decode_handoff(text, {"SGLANG_EAGLE_NCCL": "debug", "SGLANG_EAGLE_NCCL_PROFILE": text})
     message = str(info.value)
     assert "SGLANG_EAGLE_NCCL='debug'" in message and "stale" in message
-    assert "unset SGLANG_EAGLE_NCCL_PROFILE" in message
+    # The root marker goes with it: left behind, the next launcher from that shell thinks it is a
+    # child and opens no launch directory (no audit, silently).
+    assert "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID so the plugin resolves" in message
     # An input that appeared after the hand-off is named too.
     with pytest.raises(ProfileError) as info:
         decode_handoff(text, {"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_ENV": "NCCL_ALGO=Tree"})

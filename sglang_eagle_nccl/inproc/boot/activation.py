@@ -143,7 +143,7 @@ def plan(profile: "Profile | None" = None, environ: "Mapping[str, str] | None" =
         desired = {k: v for k, v in desired.items() if not (k in keep and k in environ)}
     from sglang_eagle_nccl.inproc.boot.native import plugin_env
 
-    native = plugin_env(data, environ)
+    native = plugin_env(data, environ, desired)
     desired.update({k: v for k, v in native.items() if v is not None})
     unset = [k for k, v in native.items() if v is None]
     return Plan(data, profile, wire_text, run_dir, node_rank, is_root, desired, unset, warnings)
@@ -331,7 +331,7 @@ def reconfigure(profile: "Profile", *, reason: str) -> None:
         from sglang_eagle_nccl.inproc.boot.native import plugin_env
 
         new_desired = process_env(data, STATE.node_rank, STATE.run_dir)
-        new_desired.update({k: v for k, v in plugin_env(data, os.environ).items() if v is not None})
+        new_desired.update({k: v for k, v in plugin_env(data, os.environ, new_desired).items() if v is not None})
         STATE.set_profile(data, profile)
         _change_expectation(new_desired, reason=reason, profile_name=profile.name)
     log(f"profile '{profile.name}' from {reason} replaces '{old or '-'}'")
