@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options, resolve_or_exit
+from sglang_eagle_nccl.knowledge.nccl.tuner_rules import SIZE_T_MAX
 
 # At most 20 ASCII digits (a 64-bit size_t has 20): int() never sees a number long enough to be
 # slow or to pass Python's 4300-digit limit (a traceback, not a message).
@@ -63,14 +64,14 @@ def _profile_rules(profile: Any) -> list[Any]:
 @click.option("--rules", "rules_file", default=None, type=click.Path(dir_okay=False), help="TOML file with [[tuner.rules]] (replaces the profile's rules).")
 @click.option("--collective", default="allreduce", show_default=True, help="broadcast, reduce, allgather, reducescatter or allreduce.")
 @click.option("--bytes", "size", default=None, metavar="N", help="NCCL's nBytes of the call, e.g. 14336 or 64KiB.")
-@click.option("--nranks", "--tp", "nranks", type=click.IntRange(min=1), default=None, help="Communicator size (the TP size for SGLang's tp group).")
+@click.option("--nranks", "--tp", "nranks", type=click.IntRange(min=1, max=SIZE_T_MAX), default=None, help="Communicator size (the TP size for SGLang's tp group).")
 @click.option("--model-config", default=None, metavar="PATH", help="Instead of --bytes: the model's config.json; shows the all-reduce bytes of decode, EAGLE verify and a prefill chunk, the path SGLang gives each, and the tuner's answer for each.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True, help="With --model-config: running requests per step.")
 @click.option("--speculative-num-draft-tokens", type=int, default=None, help="With --model-config: SGLang's --speculative-num-draft-tokens.")
 @click.option("--speculative-eagle-topk", type=int, default=None, help="With --model-config: SGLang's --speculative-eagle-topk.")
 @click.option("--chunked-prefill-size", type=int, default=None, help="With --model-config: SGLang's --chunked-prefill-size.")
 @click.option("--sglang-version", default=None, metavar="VERSION", help="With --model-config: predict paths for this SGLang release (default: the installed one).")
-@click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes in the communicator.")
+@click.option("--nnodes", type=click.IntRange(min=1, max=SIZE_T_MAX), default=1, show_default=True, help="Nodes in the communicator.")
 @click.option("--group", default=None, help="SGLang group label selected when the communicator was created (e.g. tp).")
 @click.option("--abi", type=click.IntRange(2, 6), default=6, show_default=True, help="Tuner ABI to ask (v6: NCCL 2.30+, v5: 2.28, v4: 2.24, v3: 2.22, v2: 2.21).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -110,6 +111,10 @@ def tuner_cmd(
 
         fail_input(f"--bytes {shown_value(size or '')}: not a size. Fix: give a byte count such as 14336 or 64KiB",
                    as_json=as_json)
+    if nbytes > SIZE_T_MAX:
+        # NCCL passes nBytes as size_t: a larger call cannot happen, and C would see it wrapped.
+        fail_input(f"--bytes {nbytes}: larger than NCCL's size_t ({SIZE_T_MAX}), so NCCL can never ask it. "
+                   "Fix: give a byte count NCCL can pass", as_json=as_json)
     name = next((c for c in COLLECTIVES if c.lower() == collective.lower()), None)
     if name is None:
         fail_input(f"--collective {collective!r}: unknown collective. Fix: use one of {', '.join(COLLECTIVES)}", as_json=as_json)

@@ -94,3 +94,21 @@ def test_a_library_of_another_control_abi_is_refused(tmp_path):
         pytest.skip(f"no C compiler here: {done.stderr.decode()[:200]}")
     with pytest.raises(BindingError, match="sen_\\* function is missing|control ABI"):
         binding.Binding(str(out))
+
+
+def test_the_tuner_command_refuses_a_call_nccl_cannot_make_and_answers_at_the_edge(native_lib):
+    from click.testing import CliRunner
+
+    from sglang_eagle_nccl.cli.main import main
+
+    if native_lib.path != __import__("sglang_eagle_nccl.native.library", fromlist=["x"]).library_path():
+        pytest.skip("the CLI queries the installed library, which this checkout does not have")
+    over = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", str(abi.SIZE_T_MAX + 1),
+                                     "--nranks", "8"])
+    assert over.exit_code == 2 and "larger than NCCL's size_t" in over.output, over.output
+    edge = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", str(abi.SIZE_T_MAX),
+                                     "--nranks", "8", "--json"])
+    assert edge.exit_code == 0, edge.output
+    ranks = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", "10", "--nranks",
+                                      str(abi.SIZE_T_MAX + 1)])
+    assert ranks.exit_code == 2 and "18446744073709551615" in ranks.output
