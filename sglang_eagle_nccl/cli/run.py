@@ -33,7 +33,7 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     import shlex
 
     from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
-    from sglang_eagle_nccl.offline.launch.child_env import EXTERNAL_ROOT, child_environment
+    from sglang_eagle_nccl.inproc.child_env import EXTERNAL_ROOT, child_environment
 
     profile = resolve_or_exit(profiles, nccl_env, allow_unknown=allow_unknown).profile
     run_dir = None

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sglang_eagle_nccl.inproc.child_env import child_environment
 from sglang_eagle_nccl.inproc.env_writer import put_back
 from sglang_eagle_nccl.offline.audit.judge import MARK, Report, format_text, load_report
-from sglang_eagle_nccl.offline.launch.child_env import child_environment
 
 
 class PreflightError(RuntimeError):
