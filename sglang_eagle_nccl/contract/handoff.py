@@ -205,6 +205,12 @@ def encode(profile_data: "Mapping[str, Any]", *, inputs: "Mapping[str, str]", ru
     return f"{WIRE_PREFIX}.{payload}.{digest(key, payload) if key else '-'}"
 
 
+# Both variables, always together: `sglang-eagle-nccl env --audit-dir` also writes the launch's root
+# marker, and a marker left without its serialised profile made the next launch a child of no launch
+# (no launch directory: its audit silently off). The activation now ignores such a lone marker too.
+_AND_ROOT = f" and {names.ENV_ROOT_PID}"
+
+
 def _malformed(why: str) -> "ProfileError":
     from sglang_eagle_nccl.contract.findings import ProfileError, error
 
@@ -212,7 +218,7 @@ def _malformed(why: str) -> "ProfileError":
         error(
             names.ENV_PROFILE, None,
             f"the serialised profile is malformed: {why}",
-            f"unset {names.ENV_PROFILE}; sglang-eagle-nccl writes it for the processes it starts "
+            f"unset {names.ENV_PROFILE}{_AND_ROOT}; sglang-eagle-nccl writes it for the processes it starts "
             "(`sglang-eagle-nccl env` prints a fresh one)",
         )
     ])
@@ -305,8 +311,8 @@ def _stale(stale: list[tuple[str, str | None, str | None]]) -> "ProfileError":
                 var, now,
                 f"{var} is {shown_now} here but was {shown_then} when the serialised profile in "
                 f"{names.ENV_PROFILE} was resolved: that profile is stale, and applying it would ignore {var}",
-                f"unset {names.ENV_PROFILE} so the plugin resolves {var} afresh (or unset {var}, or print a "
-                "fresh environment with `sglang-eagle-nccl env`)",
+                f"unset {names.ENV_PROFILE}{_AND_ROOT} so the plugin resolves {var} afresh (or unset {var}, or "
+                "print a fresh environment with `sglang-eagle-nccl env`)",
             )
         )
     return ProfileError(findings)
