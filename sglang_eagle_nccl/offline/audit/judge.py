@@ -276,6 +276,7 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
     eagle: list[dict[str, Any]] = []
     sglang_writes: list[dict[str, Any]] = []
     expected_schedulers: int | None = None
+    expected_where = "on this node"
     reads = reads or {}
     rules = launch_profile.get("tuner_rules") if isinstance(launch_profile.get("tuner_rules"), list) else []
     group_rules = frozenset(str(r["group"]) for r in rules if isinstance(r, dict) and r.get("group"))
@@ -325,8 +326,12 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             tp, dp, pp, nnodes = (flags.get(k) for k in ("tp_size", "dp_size", "pp_size", "nnodes"))
             if isinstance(tp, int) and rec.get("where", "_set_envs_and_config") == "_set_envs_and_config":
                 total = tp * (dp if isinstance(dp, int) and dp > 0 else 1) * (pp if isinstance(pp, int) and pp > 0 else 1)
-                # Each node's launcher spawns (and audits) only its own share of the ranks.
-                expected_schedulers = max(1, total // (nnodes if isinstance(nnodes, int) and nnodes > 0 else 1))
+                # Each node's launcher spawns (and audits) only its own share of the ranks; a Ray driver
+                # starts every rank of every node as an actor, all of them joining its launch.
+                on_ray = flags.get("use_ray") is True or bool(proc.events("ray_actor_env"))
+                share = nnodes if isinstance(nnodes, int) and nnodes > 0 and not on_ray else 1
+                expected_schedulers = max(1, total // share)
+                expected_where = "in this launch (the Ray driver starts every rank)" if on_ray else "on this node"
         for rec in proc.events("env_restored"):
             for o in rec.get("overwrites") or []:
                 if o.get("restored"):
@@ -336,7 +341,14 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
                     verdicts.append("warn")
         for rec in proc.events("correctness_conflict"):
             verdicts.append("fail")
-            notes.append("refused: " + str(rec.get("message", "")).splitlines()[0])
+            notes.append("refused: " + (str(rec.get("message", "")).splitlines() or [""])[0])
+        for rec in proc.events("ray_refused"):
+            verdicts.append("fail")
+            notes.append("refused to start Ray actors: " + (str(rec.get("error", "")).splitlines() or [""])[0])
+        for rec in proc.events("ray_actor_env"):
+            for r in rec.get("replaced_user_values") or []:
+                notes.append(f"Ray actor {rec.get('actor')}: runtime_env {r.get('name')}={shown(r.get('user_value'))} "
+                             f"replaced by {shown(r.get('value'))} (the profile's precedence)")
         for rec in proc.events("hook_uncovered"):
             sev: Verdict = "fail" if rec.get("required") else "warn"
             verdicts.append(sev)
@@ -390,7 +402,8 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
     rank_processes = [p for p in pverdicts if p.sglang_rank]
     if expected_schedulers is not None and len(schedulers) < expected_schedulers:
         problems.append(
-            f"expected {expected_schedulers} scheduler process(es) on this node (tp x dp x pp / nnodes), found audit records from "
+            f"expected {expected_schedulers} scheduler process(es) {expected_where} (tp x dp x pp"
+            f"{'' if 'Ray' in expected_where else ' / nnodes'}), found audit records from "
             f"{len(schedulers)}: a process ran without the plugin"
         )
     for p in rank_processes:

@@ -241,6 +241,12 @@ EVENT_SCHEMAS: dict[str, EventSchema] = {
         },
     ),
     "mechanism_fallback": event({"target": STR}, {"reason": opt(STR)}),
+    "ray_actor_env": event(
+        {"actor_role": STR, "env": ENV},
+        {"actor": opt(STR), "where": opt(STR), "node_rank": opt(INT), "placement_group": opt(STR), "bundle": opt(INT),
+         "ray_node": opt(STR), "plugin_vars": list_of(STR), "replaced_user_values": list_of(map_of(ANY))},
+    ),
+    "ray_refused": event({"error": STR}, {"actor_role": opt(STR), "where": opt(STR)}),
 }
 
 # launch.json: written once by the process that created the launch directory.
