@@ -214,3 +214,38 @@ def test_env_audit_dir_launch_is_joined_from_every_format(venv_python, dirs):
         assert out["run_dir"] == str(launch), fmt
         seen.add(fmt)
     assert seen == {"shell", "json", "dotenv", "k8s"}
+
+
+def test_readme_lws_recipe(venv_python, tmp_path):
+    """The README's LeaderWorkerSet recipe, run as written: one generated env: list in both templates."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML is in the test extra: pip install -e '.[test]'")
+    from support.readme import code_block
+
+    lang, script = code_block("tests/wheel/test_env_formats.py::test_readme_lws_recipe")
+    assert lang == "bash"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    env["PATH"] = f"{venv_python.parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lws = yaml.safe_load((tmp_path / "lws.yaml").read_text())
+    assert lws["kind"] == "LeaderWorkerSet"
+    template = lws["spec"]["leaderWorkerTemplate"]
+    leader, = template["leaderTemplate"]["spec"]["containers"]
+    worker, = template["workerTemplate"]["spec"]["containers"]
+    # One source: the worker's list is the leader's (the anchor), entry for entry.
+    assert leader["env"] == worker["env"]
+    entries = check_envvar_shape(leader["env"])
+    expected = resolve(["pcie-8gpu"], environ={"SGLANG_EAGLE_NCCL_AUDIT_DIR": "/var/log/nccl-audit"}).profile.to_dict()
+    run = tmp_path / "pod"
+    run.mkdir()
+    for index, container in (("0", leader), ("1", worker)):
+        lws_vars = {"LWS_LEADER_ADDRESS": "sglang-0.sglang", "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": index}
+        pod = kubelet_env(container["env"], lws_vars)
+        out = _probe_env(venv_python, pod, run)
+        _same_profile(out, expected, int(index))
+        assert out["data"]["policy"]["audit_dir"] == "/var/log/nccl-audit"
+        # What the container runs: SGLang's own launcher with the node rank LeaderWorkerSet gives it.
+        command = [kubelet_env([{"name": "_", "value": arg}], lws_vars)["_"] for arg in container["command"]]
+        assert command[command.index("--node-rank") + 1] == index
+    assert {e["name"] for e in entries} >= {"SGLANG_EAGLE_NCCL", "SGLANG_EAGLE_NCCL_PROFILE", "NCCL_PROTO"}
