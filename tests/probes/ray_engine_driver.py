@@ -5,7 +5,8 @@
 CONFIG: ``address`` (the cluster), ``job_env_vars`` (the job's runtime_env env_vars: what a user passes
 to ``ray.init``), ``engine`` (RayEngine keyword arguments), optional ``bundles`` (a placement group of
 the driver's own: the custom-group path) and ``prompt`` / ``max_new_tokens``. Prints one JSON line:
-the generated token ids and the driver's Ray node, or the error RayEngine raised. The plugin is
+the generated token ids and the driver's Ray node, or the error RayEngine raised. ``backend``
+``"offline_throughput"`` runs SGLang's offline benchmark's Ray backend instead of RayEngine itself. The plugin is
 enabled (or not) by this process's own environment: the test decides.
 """
 
@@ -28,10 +29,22 @@ def main(config: dict) -> dict:
         pg = placement_group(config["bundles"], strategy=config.get("strategy", "STRICT_SPREAD"))
         ray.get(pg.ready(), timeout=120)
         kwargs["placement_group"] = pg
-    from sglang.srt.ray.engine import RayEngine
+    if config.get("backend") == "offline_throughput":
+        # SGLang's offline benchmark on Ray: RayEngine inside an engine actor of its own placement group.
+        from sglang.benchmark import offline_throughput
+        from sglang.srt.server_args import ServerArgs
 
+        def make():
+            server_args = ServerArgs(**kwargs)
+            server_args.resolve_once()  # as the benchmark's CLI does before it creates the backend
+            return offline_throughput._create_ray_engine_backend(server_args)
+    else:
+        from sglang.srt.ray.engine import RayEngine
+
+        def make():
+            return RayEngine(**kwargs)
     try:
-        engine = RayEngine(**kwargs)
+        engine = make()
     except BaseException as exc:  # noqa: BLE001 - the test reads what the driver saw
         out["error"] = f"{type(exc).__name__}: {exc}"
         out["traceback"] = traceback.format_exc()[-4000:]

@@ -132,17 +132,59 @@ def _job_config(job_env: dict) -> str:
 
 
 def test_ray_engine_enabled_in_the_driver_eagle3(cluster, models, profile, tmp_path):
-    """`SGLANG_EAGLE_NCCL=<profile>` in the driver; the driver builds RayEngine; EAGLE-3."""
+    """`SGLANG_EAGLE_NCCL=<profile>` in the driver; the driver builds RayEngine; EAGLE-3. The user's runtime env
+    stays (a profile variable in it loses to the profile, reported), SGLang's own writes in the driver reach the
+    actors, the driver's node-local values do not."""
     path, data = profile
     probe = tmp_path / "probe"
-    config = {"address": cluster.address, "job_env_vars": job_env_vars(probe), "engine": _engine_args(models, "EAGLE3"),
-              "prompt": PROMPT}
-    out = _drive(config, driver_env(SGLANG_EAGLE_NCCL=str(path), SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit")),
-                 tmp_path)
+    job = {**job_env_vars(probe), "NCCL_PROTO": "Simple", "NCCL_DEBUG": "WARN"}
+    config = {"address": cluster.address, "job_env_vars": job, "engine": _engine_args(models, "EAGLE3"), "prompt": PROMPT}
+    env = driver_env(SGLANG_EAGLE_NCCL=str(path), SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+                     NCCL_IB_HCA="mlx5_driver_node")
+    out = _drive(config, env, tmp_path)
     assert "error" not in out, out.get("traceback")
     assert len(out["output_ids"]) == 4
     check_actors(probe, cluster, data)
-    check_audit(tmp_path / "audit", eagle=True)
+    held = [r["nccl"] for recs in probe_records(probe).values() for r in recs]
+    assert all(n["NCCL_DEBUG"] == "WARN" for n in held)  # the user's own value
+    assert all("NCCL_IB_HCA" not in n for n in held)  # a node-local value of the driver's node stays there
+    # SGLang's _set_envs_and_config writes in the driver (not in the profile) reach every actor.
+    assert all(n.get("NCCL_CUMEM_ENABLE") == "0" and n.get("NCCL_NVLS_ENABLE") == "0" for n in held)
+    report = check_audit(tmp_path / "audit", eagle=True)
+    assert {(w["name"], w["after"]) for w in report.sglang_writes} >= {("NCCL_CUMEM_ENABLE", "0"), ("NCCL_NVLS_ENABLE", "0")}
+    _, procs = read_launch(report.run_dir)
+    replaced = [v for p in procs for r in p.events("ray_actor_env") for v in r["replaced_user_values"]]
+    assert replaced == [{"name": "NCCL_PROTO", "user_value": "Simple", "value": "LL"}] * 2
+    assert "the runtime_env's NCCL_PROTO='Simple' replaced by 'LL'" in (tmp_path / "driver.log").read_text()
+
+
+def test_offline_benchmark_on_ray_engine_actor_is_the_launcher(cluster, models, tmp_path):
+    """SGLang's offline benchmark on Ray (`_create_ray_engine_backend`): RayEngine runs in an engine actor on a
+    one-node placement group; the plugin in the benchmark's process enables that actor as the launch's root,
+    and the plugin there gives both scheduler actors the profile."""
+    cluster.add("wide", gpus=2)  # the benchmark packs every GPU of the engine on one node
+    try:
+        probe = tmp_path / "probe"
+        config = {"address": cluster.address, "job_env_vars": job_env_vars(probe), "backend": "offline_throughput",
+                  "engine": run.engine_kwargs(models["target"], tp_size=2), "prompt": PROMPT}
+        out = _drive(config, driver_env(SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit")),
+                     tmp_path)
+    finally:
+        cluster.remove("wide")
+    assert "error" not in out, out.get("traceback")
+    assert len(out["output_ids"]) == 4
+    seed = resolve(["pcie-8gpu"], use_environ=False).profile.to_dict()
+    inits = [r for recs in probe_records(probe).values() for r in recs if r["event"] == "init_process_group"]
+    assert sorted(r["rank"] for r in inits) == [0, 1]
+    assert all({k: r["nccl"].get(k) for k in seed["env"]} == seed["env"] for r in inits)
+    report = load_report(tmp_path / "audit")
+    assert report.verdict == "ok", report.problems
+    schedulers = [p for p in report.processes if p.role.startswith("scheduler")]
+    launcher = [p for p in report.processes if p.role == "launcher"]
+    assert len(schedulers) == 2 and len(launcher) == 1
+    _, procs = read_launch(report.run_dir)
+    actors = [r for p in procs for r in p.events("ray_actor_env")]
+    assert sorted(r["node_rank"] for r in actors) == [0, 0]  # one node
 
 
 def test_launch_server_use_ray_with_launch_flags_eagle(cluster, models, profile, tmp_path):

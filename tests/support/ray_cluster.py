@@ -71,9 +71,10 @@ class RayCluster:
         self.proc.stdin.flush()
         return self._read()
 
-    def add(self, name: str, env: dict[str, str] | None = None) -> str:
-        """Add node ``name`` whose raylet starts with ``env`` on top of the clean environment."""
-        node_id = self._ask(cmd="add", name=name, env=env or {})["node_id"]
+    def add(self, name: str, env: dict[str, str] | None = None, gpus: int = 1) -> str:
+        """Add node ``name`` (``gpus`` logical GPUs) whose raylet starts with ``env`` on top of the clean
+        environment."""
+        node_id = self._ask(cmd="add", name=name, env=env or {}, gpus=gpus)["node_id"]
         self.nodes[name] = node_id
         return node_id
 
@@ -97,8 +98,8 @@ class RayCluster:
 # --- the helper process -------------------------------------------------------------------------
 
 
-def _node_args(name: str, temp_dir: str) -> dict[str, Any]:
-    return {"num_cpus": 1, "num_gpus": 1, "resources": {f"node_{name}": 1}, "temp_dir": temp_dir,
+def _node_args(name: str, temp_dir: str, gpus: int = 1) -> dict[str, Any]:
+    return {"num_cpus": 1, "num_gpus": gpus, "resources": {f"node_{name}": 1}, "temp_dir": temp_dir,
             "object_store_memory": 100 * 1024 * 1024}
 
 
@@ -125,7 +126,8 @@ def _serve(temp_dir: str) -> None:
                     saved = {k: os.environ.get(k) for k in command["env"]}
                     os.environ.update(command["env"])  # the new raylet (and its workers) inherit it
                     try:
-                        nodes[command["name"]] = cluster.add_node(**_node_args(command["name"], temp_dir))
+                        nodes[command["name"]] = cluster.add_node(
+                            **_node_args(command["name"], temp_dir, command.get("gpus", 1)))
                     finally:
                         for k, v in saved.items():
                             if v is None:

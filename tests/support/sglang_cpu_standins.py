@@ -33,6 +33,12 @@ CPU platform fact ``has_amx=True`` (SGLang >= 0.5.23, through ``override_platfor
     which SGLang downgrades to ``torch_native`` when the platform reports no AMX. The fact is set
     through SGLang's own platform override the moment ``sglang.srt.runtime_context`` is imported.
 
+``datasets`` (only when the real package is not installed)
+    Hugging Face ``datasets``, which SGLang's benchmark package imports at module level
+    (``sglang/benchmark/datasets/mmmu.py``: ``from datasets import load_dataset``, 0.5.23); the test venvs
+    lack it. The Ray tier imports ``sglang.benchmark.offline_throughput`` to run its Ray engine backend,
+    which loads no dataset: ``load_dataset`` exists and raises ``NotImplementedError`` when called.
+
 CPU platform fact: no CUDA device to select (``torch.cuda.set_device``)
     SGLang's Ray scheduler actor calls ``torch.cuda.set_device(get_device().gpu_id)`` unconditionally
     at the start of its event loop (``srt/ray/scheduler_actor.py``, 0.5.10 -> 0.5.23); CPU torch has no
@@ -143,6 +149,8 @@ class _StandinFinder(importlib.abc.MetaPathFinder):
         if fullname == "torchvision._meta_registrations":
             return importlib.util.spec_from_loader(fullname, _FactoryLoader(lambda m: None))
         top = fullname.partition(".")[0]
+        if fullname == "datasets" and not _has_real("datasets"):
+            return importlib.util.spec_from_loader(fullname, _FactoryLoader(_fill_datasets))
         if top == "sgl_kernel" and not _has_real("sgl_kernel"):
             fill = _SGL_KERNEL_MODULES.get(fullname)
             if fill is None:
@@ -602,6 +610,14 @@ def _fill_sgl_kernel(module: types.ModuleType) -> None:
 def _fill_import_only(module: types.ModuleType) -> None:
     for name in _IMPORT_ONLY[module.__name__]:
         setattr(module, name, _not_available(f"{module.__name__}.{name}"))
+
+
+def _fill_datasets(module: types.ModuleType) -> None:
+    def load_dataset(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("datasets.load_dataset is not available: an import-only CPU test stand-in "
+                                  "(tests/support/sglang_cpu_standins.py)")
+
+    module.load_dataset = load_dataset
 
 
 _SGL_KERNEL_MODULES: dict[str, Callable[[types.ModuleType], None]] = {
