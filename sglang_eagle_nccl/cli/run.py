@@ -67,7 +67,7 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     if too_big:
         fail_input(str(ProfileError(too_big)))
     try:
-        click.echo(render(out, fmt, node_rank_from=node_rank_from))
+        click.echo(render(out, fmt, node_rank_from=node_rank_from, unset=[k for k, v in updates.items() if v is None]))
     except FormatError as exc:
         fail_input(str(exc))
 

@@ -102,12 +102,13 @@ def _same_profile(out: dict, expected: dict, node_rank: int | None) -> None:
     assert "CALLERS_OWN" not in out["environ"]
 
 
-def _shell(venv_python: Path, printed: str, cwd: Path) -> dict:
+def _shell(venv_python: Path, printed: str, cwd: Path, shell_env: dict[str, str] | None = None) -> dict:
     script = cwd / "start.sh"
     script.write_text(f'eval "$(cat {cwd / "printed.txt"})"\nexec {venv_python} {cwd / "probe.py"}\n')
     (cwd / "printed.txt").write_text(printed)
     (cwd / "probe.py").write_text(PROBE)
-    proc = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, env={}, cwd=cwd, timeout=60)
+    proc = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, env=shell_env or {}, cwd=cwd,
+                          timeout=60)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -167,6 +168,11 @@ def test_shell_round_trips(venv_python, dirs):
     gen, run, profile = dirs
     printed = _printed(venv_python, gen, profile, "shell", "--node-rank", "1")
     _same_profile(_shell(venv_python, printed, run), _expected(gen, profile), 1)
+    # Evaluated in a shell that still holds an earlier `env --audit-dir` launch's root marker: the output
+    # removes it, so a launch from that shell is a root again (it opens its own launch: audited).
+    out = _shell(venv_python, printed, run, shell_env={"SGLANG_EAGLE_NCCL_ROOT_PID": "external"})
+    assert "unset SGLANG_EAGLE_NCCL_ROOT_PID" in printed.splitlines()
+    assert out["active"] and out["is_root"]
 
 
 def test_json_round_trips(venv_python, dirs):

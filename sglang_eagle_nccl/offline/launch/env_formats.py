@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 FORMATS = ("shell", "json", "dotenv", "k8s")
 
@@ -64,8 +64,15 @@ def _yaml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
-def render(variables: Mapping[str, str], fmt: str, *, node_rank_from: str | None = None) -> str:
-    """The text ``env --format fmt`` prints (no trailing newline). Raises FormatError."""
+def render(variables: Mapping[str, str], fmt: str, *, node_rank_from: str | None = None,
+           unset: Sequence[str] = ()) -> str:
+    """The text ``env --format fmt`` prints (no trailing newline). Raises FormatError.
+
+    ``unset``: variables the environment must not hold. Only ``shell`` says so (``unset NAME``): it is
+    evaluated in a shell that may still hold them from an earlier ``eval`` (a root marker left there
+    would make the next launch a child that opens no launch directory); the other formats describe a
+    whole environment, which holds nothing else.
+    """
     if fmt == "json":
         return json.dumps(dict(variables), indent=2, sort_keys=True)
     if fmt == "dotenv":
@@ -84,5 +91,6 @@ def render(variables: Mapping[str, str], fmt: str, *, node_rank_from: str | None
             lines.append(f"  value: {_yaml_string(entry['value'])}")
         return "\n".join(lines)
     if fmt == "shell":
-        return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in variables.items())
+        lines = [f"unset {k}" for k in unset if k not in variables]
+        return "\n".join(lines + [f"export {k}={shlex.quote(v)}" for k, v in variables.items()])
     raise FormatError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
