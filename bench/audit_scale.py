@@ -44,8 +44,8 @@ def write_launch(run: Path, processes: int, per_host: int = 8) -> None:
         ident = _identity(i // per_host, 1000 + i % per_host)
         reads_name = reads_file_name(ident)
 
-        def rec(event: str, **fields: object) -> str:
-            return json.dumps({"event": event, "ts": 1.0 + i, "role": "scheduler", **ident, **fields})
+        def rec(event: str, _i: int = i, _ident: dict = ident, **fields: object) -> str:
+            return json.dumps({"event": event, "ts": 1.0 + _i, "role": "scheduler", **_ident, **fields})
 
         lines = [rec("process_start", expected_env=ENV, env=ENV, profile="pcie-8gpu", group_envs={}, sglang_wins=[],
                      origin="pth", invocation="python -c <multiprocessing.spawn>", node_rank=i // per_host),

@@ -80,11 +80,11 @@ def check_version(version: str, wheel: Path, sets) -> dict:
         has_plugins = read("sglang/srt/plugins/hook_registry.py") is not None
         for hook in selection.patch_set.hooks:
             applies = hook.applies_to(v)
-            if not hook.is_sglang:
-                rows.append({"target": hook.target, "status": "external", "required": hook.required})
-                continue
             if not applies:
                 rows.append({"target": hook.target, "status": "n/a", "required": hook.required})
+                continue
+            if not hook.is_sglang:
+                rows.append({"target": hook.target, "status": "external", "required": hook.required})
                 continue
             check = patchsets.check_hook_with_reader(read, hook)
             rows.append(
@@ -112,7 +112,10 @@ def check_version(version: str, wheel: Path, sets) -> dict:
 
 def short(target: str) -> str:
     module, qual = target.split(":")
-    return qual if module.startswith("sglang.srt.speculative") is False else f"{module.rsplit('.', 1)[1]}.{qual}"
+    # The module's last part where the name alone repeats (EAGLE workers; the offline benchmark's Ray
+    # backend, which moved from sglang.bench_offline_throughput to sglang.benchmark.offline_throughput).
+    named = module.startswith("sglang.srt.speculative") or qual == "_create_ray_engine_backend"
+    return f"{module.rsplit('.', 1)[1]}.{qual}" if named else qual
 
 
 def render_markdown(results: list[dict]) -> str:

@@ -27,10 +27,12 @@ ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
 
 # Every variable a profile is resolved from. The serialised profile records their values so that a
 # process whose inputs differ (a stale SGLANG_EAGLE_NCCL_PROFILE in a shell) refuses instead of
-# silently applying the old profile.
+# silently applying the old profile. The node rank is not one of them: it selects which of the
+# profile's [nodes.<rank>.env] sections a process applies, not what the profile is, and one hand-off
+# serves every node of a launch (Ray actors on several nodes, the pods of one Kubernetes env list).
 INPUT_VARS = (
     ENV_ENABLE, ENV_ENV, ENV_AUDIT_DIR, ENV_ALLOW_PARTIAL, ENV_ALLOW_UNKNOWN, ENV_AUDIT_REQUIRED,
-    ENV_SGLANG_WINS, ENV_NCCL_VERSION, ENV_CONSISTENCY, ENV_CONSISTENCY_TIMEOUT, ENV_MECHANISM, ENV_NODE_RANK,
+    ENV_SGLANG_WINS, ENV_NCCL_VERSION, ENV_CONSISTENCY, ENV_CONSISTENCY_TIMEOUT, ENV_MECHANISM,
 )
 
 ENABLE_WORDS = frozenset({"1", "on", "true", "yes", "enable", "enabled"})

@@ -10,7 +10,7 @@ directory, no environment variable.
 
 Two environments matter for a launch started from a shell: the launcher's own (the shell's, where
 the profile comes from flags or files) and its children's (the shell's plus what
-:func:`~sglang_eagle_nccl.offline.launch.child_env.child_environment` adds, read back through the
+:func:`~sglang_eagle_nccl.inproc.child_env.child_environment` adds, read back through the
 hand-off decoder the way a child reads it).
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from sglang_eagle_nccl.contract.findings import Finding, ProfileError
 from sglang_eagle_nccl.inproc.boot.activation import plan
-from sglang_eagle_nccl.offline.launch.child_env import child_environment, merged
+from sglang_eagle_nccl.inproc.child_env import child_environment, merged
 from sglang_eagle_nccl.profile.model import Profile
 
 # The longest launch directory name new_launch_dir() makes (<date>-<time>-<pid>-<4 hex>, pid_max

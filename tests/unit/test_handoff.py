@@ -85,6 +85,34 @@ def test_stale_wire_refused_naming_the_variable():
     assert "SGLANG_EAGLE_NCCL_ENV" in str(info.value)
 
 
+def test_following_the_stale_fix_leaves_no_marker_that_silences_the_next_launch(tmp_path):
+    """`env --audit-dir` writes a root marker beside the profile. After a stale refusal, doing what the fix
+    says must leave a shell whose next launch is a root (it opens its own launch directory: audited)."""
+    import re
+
+    from sglang_eagle_nccl.inproc.boot.activation import plan
+    from sglang_eagle_nccl.inproc.child_env import EXTERNAL_ROOT, child_environment
+
+    profile = resolve(["pcie-8gpu"], use_environ=False).profile
+    printed = child_environment(profile, run_dir=str(tmp_path), node_rank=None, environ={}, root_pid=EXTERNAL_ROOT,
+                                standalone=True)
+    shell = {k: v for k, v in printed.items() if v is not None}
+    assert shell["SGLANG_EAGLE_NCCL_ROOT_PID"] == EXTERNAL_ROOT
+    shell["SGLANG_EAGLE_NCCL"] = "debug"  # the user asks for another profile in the same shell
+    with pytest.raises(ProfileError) as info:
+        plan(environ=shell)
+    fix = info.value.errors[0].fix
+    (named,) = re.findall(r"^unset ((?:SGLANG_EAGLE_NCCL\w*)(?: SGLANG_EAGLE_NCCL\w*)*)", fix)
+    assert "SGLANG_EAGLE_NCCL_ROOT_PID" in named.split()
+    for var in named.split():
+        del shell[var]
+    after = plan(environ=shell)
+    assert after.is_root and after.data["name"] == "debug"
+    # The older fix text named the profile alone: a marker left that way no longer silences anything.
+    lone = {"SGLANG_EAGLE_NCCL": "debug", "SGLANG_EAGLE_NCCL_ROOT_PID": EXTERNAL_ROOT}
+    assert plan(environ=lone).is_root
+
+
 def _child(code: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
     base.update({"PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp_path / "cache")})

@@ -107,3 +107,26 @@ def test_writer_without_a_launch_keeps_records_until_it_joins_one(tmp_path):
     run_dir = open_launch(str(tmp_path), {"profile": {}}, required=True)
     assert writer.attach(run_dir)
     assert json.loads(open(writer.file_path).read().splitlines()[0])["event"] == "process_start"
+
+
+def _launcher_writes(**flags):
+    return {"event": "sglang_env_writes", "where": "_set_envs_and_config", "writes": [],
+            "server_flags": {"tp_size": 2, "dp_size": 1, "pp_size": 1, "nnodes": 2, **flags}}
+
+
+def test_a_ray_driver_expects_every_rank_of_every_node(tmp_path):
+    """Two nodes, TP=2: a node's own launcher spawns one scheduler, but a Ray driver creates both as
+    actors that join its launch, so one scheduler on record means the other ran without the plugin."""
+    env = {"NCCL_ALGO": "Ring"}
+    actor = {"event": "ray_actor_env", "actor_role": "scheduler", "env": env, "node_rank": 1}
+    per_node = _launch(tmp_path / "node", {1: [_start(env), _launcher_writes()], 2: [_start(env), *_sched(env)]})
+    assert per_node.verdict == "ok", per_node.problems  # one rank per node: as expected
+    for name, driver in (("use_ray", [_start(env), _launcher_writes(use_ray=True)]),
+                         ("actors", [_start(env), _launcher_writes(), actor])):
+        one = _launch(tmp_path / name, {1: driver, 2: [_start(env), *_sched(env)]})
+        assert one.verdict == "fail" and any(
+            "expected 2 scheduler process(es) in this launch (tp x dp x pp: the Ray driver starts every rank)" in p
+            for p in one.problems
+        ), one.problems
+        both = _launch(tmp_path / f"{name}-2", {1: driver, 2: [_start(env), *_sched(env)], 3: [_start(env), *_sched(env)]})
+        assert both.verdict == "ok", both.problems

@@ -134,7 +134,12 @@ def plan(profile: "Profile | None" = None, environ: "Mapping[str, str] | None" =
             profile, data = resolution.profile, resolution.profile.to_dict()
             warnings = [w.message() for w in resolution.warnings]
     node_rank = node_rank_from(environ)
-    is_root = names.ENV_ROOT_PID not in environ
+    # The root marker means something only beside the serialised profile it came with: a process
+    # that was handed no profile resolved its own and is the root of its own launch. A marker left
+    # alone (a shell that unset only SGLANG_EAGLE_NCCL_PROFILE after `eval "$(sglang-eagle-nccl env
+    # --audit-dir ...)"`) would otherwise make every later launch a child that never opens a launch
+    # directory: its audit silently off.
+    is_root = names.ENV_ROOT_PID not in environ or not environ.get(names.ENV_PROFILE)
     desired = process_env(data, node_rank, run_dir)
     if not is_root:
         # A child inherits what the launcher settled on; where the policy lets SGLang's own write

@@ -234,8 +234,8 @@ class _Launch:
         self.eagle: list[dict[str, Any]] = []
         self.sglang_writes: list[dict[str, Any]] = []
         self.paths: dict[str, dict[str, Any]] = {}
-        # machine -> schedulers its launcher said it would start (tp x dp x pp / nnodes)
-        self.expected_schedulers: dict[tuple[str, str, str], int] = {}
+        # machine (None: the whole launch) -> schedulers its launcher said it would start
+        self.expected_schedulers: dict[tuple[str, str, str] | None, int] = {}
 
 
 class _Process:
@@ -304,9 +304,12 @@ def _sglang_env_writes(state: _Process, rec: Mapping[str, Any], exp: Expectation
     tp, dp, pp, nnodes = (flags.get(k) for k in ("tp_size", "dp_size", "pp_size", "nnodes"))
     if isinstance(tp, int) and not isinstance(tp, bool) and where == "_set_envs_and_config":
         total = tp * _positive(dp) * _positive(pp)
-        # Each node's launcher spawns (and audits) only its own share of the ranks.
-        machine = machine_of(state.proc.identity)
-        state.launch.expected_schedulers[machine] = max(1, total // _positive(nnodes))
+        if flags.get("use_ray") is True or state.proc.events("ray_actor_env"):
+            # A Ray driver starts every rank of every node as an actor, all of them in its launch.
+            state.launch.expected_schedulers[None] = total
+        else:
+            # Each node's launcher spawns (and audits) only its own share of the ranks, on its machine.
+            state.launch.expected_schedulers[machine_of(state.proc.identity)] = max(1, total // _positive(nnodes))
 
 
 def _positive(value: Any) -> int:
@@ -322,6 +325,17 @@ def _correctness_conflict(state: _Process, rec: Mapping[str, Any], exp: Expectat
 def _refused(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
     first = next((line for line in rec["message"].splitlines() if line.strip()), "") or "(no message)"
     state.mark("fail", f"refused SGLang at {rec['door']}: {first}")
+
+
+def _ray_actor_env(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    for r in rec.get("replaced_user_values") or []:
+        state.notes.append(f"Ray actor {rec.get('actor')}: runtime_env {r.get('name')}={shown(r.get('user_value'))} "
+                           f"replaced by {shown(r.get('value'))} (the profile's precedence)")
+
+
+def _ray_refused(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    first = next((line for line in rec["error"].splitlines() if line.strip()), "") or "(no message)"
+    state.mark("fail", f"refused to start Ray actors: {first}")
 
 
 def _hook_uncovered(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
@@ -363,6 +377,8 @@ JUDGES: dict[str, Judge] = {
     "correctness_conflict": _correctness_conflict,
     "hook_uncovered": _hook_uncovered,
     "refused": _refused,
+    "ray_actor_env": _ray_actor_env,
+    "ray_refused": _ray_refused,
     "plugin_error": _plugin_error,
     "audit_error": _audit_error,
     "consistency_mismatch": _consistency,
@@ -504,12 +520,14 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
 
     comms = launch.comms
     rank_processes = [p for p in pverdicts if p.sglang_rank]
-    for machine, expected in sorted(launch.expected_schedulers.items()):
-        found = [p for p in pverdicts if p.role.startswith("scheduler") and p.machine == machine]
+    for machine, expected in sorted(launch.expected_schedulers.items(), key=lambda kv: kv[0] or ("",)):
+        found = [p for p in pverdicts if p.role.startswith("scheduler") and (machine is None or p.machine == machine)]
         if len(found) < expected:
+            where = ("in this launch (tp x dp x pp: the Ray driver starts every rank)" if machine is None
+                     else f"on host {machine[0]} (tp x dp x pp / nnodes)")
             problems.append(
-                f"expected {expected} scheduler process(es) on host {machine[0]} (tp x dp x pp / nnodes), found audit "
-                f"records from {len(found)}: a process ran without the plugin"
+                f"expected {expected} scheduler process(es) {where}, found audit records from {len(found)}: "
+                "a process ran without the plugin"
             )
     for p in rank_processes:
         stopped = any("ranks disagree" in n for n in p.notes)
