@@ -156,6 +156,23 @@ def test_ray_engine_enabled_in_the_driver_eagle3(cluster, models, profile, tmp_p
     replaced = [v for p in procs for r in p.events("ray_actor_env") for v in r["replaced_user_values"]]
     assert replaced == [{"name": "NCCL_PROTO", "user_value": "Simple", "value": "LL"}] * 2
     assert "the runtime_env's NCCL_PROTO='Simple' replaced by 'LL'" in (tmp_path / "driver.log").read_text()
+    check_gathered_through_ray(cluster, report)
+
+
+def check_gathered_through_ray(cluster, local: Report) -> None:
+    """`audit --ray ADDRESS DIR`: one task per Ray node reads that node's launch directory; the verdict is
+    judged only from what came back through Ray (copies in a directory of the driver's own), and matches."""
+    done = subprocess.run([str(BIN / "sglang-eagle-nccl"), "audit", "--ray", cluster.address, local.run_dir, "--json"],
+                          capture_output=True, text=True, env=driver_env(), timeout=180)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(done.stdout)
+    nodes = data["collected"]["nodes"]
+    assert sorted(n["node_id"] for n in nodes) == sorted(cluster.nodes.values())  # every node answered for itself
+    assert all(n["files"] > 0 and not n["problems"] for n in nodes), nodes
+    assert all(d.startswith(data["collected"]["dest"]) for d in data["run_dirs"]) and local.run_dir not in data["run_dirs"]
+    assert data["verdict"] == local.verdict
+    assert sorted(p["process"] for p in data["processes"]) == sorted(p.process for p in local.processes)
+    print(f"\n[tests/ray] {data['collected']['summary']}")
 
 
 def test_offline_benchmark_on_ray_engine_actor_is_the_launcher(cluster, models, tmp_path):
