@@ -131,7 +131,8 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
             id = "fake"
             title = "fake"
             versions = ">=0.1"
-            tested_through = "9.9"
+            tested_through = "1.0.0"
+            tested = ["1.0.0"]
             mechanism = "wrapt"
             [[hook]]
             target = "sglang.srt.entrypoints.engine:_set_envs_and_config"
@@ -139,18 +140,21 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
             handler = "engine_env"
             required = true
             params = ["server_args"]
+            relies_on = [{ writes = ["NCCL_CUMEM_ENABLE"], why = "the launcher writes it here" }]
             [[hook]]
             target = "sglang.srt.entrypoints.engine:does_not_exist"
             kind = "around"
             handler = "engine_env"
             required = true
+            relies_on = [{ reaches = "anything", why = "never checked: the target is missing" }]
             """
         )
     )
     wheels = tmp_path / "cache" / "wheels"
     wheels.mkdir(parents=True)
     with zipfile.ZipFile(wheels / "sglang-1.0.0-py3-none-any.whl", "w") as zf:
-        zf.writestr("sglang/srt/entrypoints/engine.py", "def _set_envs_and_config(server_args):\n    pass\n")
+        zf.writestr("sglang/srt/entrypoints/engine.py",
+                    "import os\ndef _set_envs_and_config(server_args):\n    os.environ['NCCL_CUMEM_ENABLE'] = '0'\n")
     (tmp_path / "versions.toml").write_text('[[release]]\nversion = "1.0.0"\nwhy = "test"\n')
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_CACHE", str(tmp_path / "cache"))
     patchsets.load_manifests.cache_clear()
