@@ -154,7 +154,7 @@ def _path_text(reach: callgraph.Reach, key: str) -> str:
     return " -> ".join(k.split(":", 1)[-1] for k in reach.path_to(key))
 
 
-def check_reliance(tree: callgraph.SourceTree, hook, reliance) -> dict:
+def check_reliance(tree: callgraph.SourceTree, hook, reliance, names: list[str]) -> dict:
     """One stated behaviour on one release: held (with the path that proves it) or failed (with what moved)."""
     start = reliance.start or hook.target
     out = {"statement": reliance.describe(), "why": reliance.why}
@@ -172,7 +172,7 @@ def check_reliance(tree: callgraph.SourceTree, hook, reliance) -> dict:
             else:
                 missing.append(variable)
         if missing:
-            elsewhere = writes_anywhere(tree, missing)
+            elsewhere = writes_anywhere(tree, missing, names=names)
             moved = "; ".join(f"{w.variable} is written at {w.where()}" for w in elsewhere) or "SGLang writes it nowhere"
             return {**out, "ok": False, "proofs": proofs,
                     "reason": f"no write of {', '.join(missing)} reachable from {start} within "
@@ -236,13 +236,14 @@ def check_version(version: str, wheel: Path, sets, shared: SharedModules | None 
             for reliance in hook.relies_on:
                 if not reliance.applies_to(v):
                     continue
-                result = check_reliance(tree, hook, reliance)
+                result = check_reliance(tree, hook, reliance, names)
                 behaviours.append(result)
                 if reliance.kind == "writes":
                     for variable in reliance.subject:
                         claims.setdefault(variable, []).append(reliance.start or hook.target)
                 if not result["ok"]:
-                    failures.append(f"{hook.target} relies on it that it {result['statement']}, but {result['reason']}")
+                    failures.append(f"hook {hook.target} relies on SGLang: it {result['statement']} ({reliance.why}), "
+                                    f"but {result['reason']}")
             status = "ok" if all(b["ok"] for b in behaviours) else "behaviour"
             rows.append({**row, "status": status if behaviours else "exists", "behaviours": behaviours})
         correctness = sorted({var for _, variables in patch_set.correctness_writes for var in variables})

@@ -323,6 +323,9 @@ class SourceTree:
             return out
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "super" and fn and fn.cls:
             return [_Super(fn.cls)]
+        if isinstance(expr, ast.Call):  # Class(...).method(): a method of the new instance
+            made = self._resolve_expr(module, expr.func, fn, local, seen, depth + 1)
+            return [_Instance(c) for c in made if isinstance(c, ClassInfo)]
         if isinstance(expr, ast.Attribute):
             out = []
             for owner in self._resolve_expr(module, expr.value, fn, local, seen, depth + 1):

@@ -213,7 +213,7 @@ def _tested_releases(head: dict[str, Any], path: str) -> tuple[str, ...]:
     for text, v in zip(raw, parsed, strict=True):
         if str(v) != text or v.is_prerelease or v.is_devrelease or v.local is not None:
             raise ManifestError(f"{path}: tested release {text!r} must be a published release in normal form ({v})")
-        if not SpecifierSet(head["versions"]).contains(v, prereleases=True):
+        if not versions.contains(head["versions"], v):
             raise ManifestError(f"{path}: tested release {text} is outside the set's versions {head['versions']!r}")
     if parsed != sorted(set(parsed)):
         raise ManifestError(f"{path}: tested releases must be in ascending order without repeats")
@@ -334,7 +334,7 @@ def select(version: str, sets: Sequence[PatchSet] | None = None) -> Selection:
     for ps in sets:
         if not ps.contains(v):
             continue
-        if ps is oldest and not SpecifierSet(ps.versions).contains(v, prereleases=True):
+        if ps is oldest and not versions.contains(ps.versions, v):
             # Precedes the first release this plugin supports: nothing was ever checked there.
             break
         if release > Version(ps.tested_through):
