@@ -180,6 +180,7 @@ def run_doctor(profile: Any = None, problems: list[str] | None = None) -> Doctor
                 "patch_set": sel.patch_set.id,
                 "title": sel.patch_set.title,
                 "status": sel.status,
+                "why_untested": sel.why_untested,
                 "mechanism": sel.patch_set.mechanism,
                 "sglang_writes": list(sel.patch_set.sglang_writes),
             }
@@ -242,6 +243,8 @@ def format_doctor(report: DoctorReport) -> str:
         s = report.selection
         lines.append(f"Patch set: {s['patch_set']} ({s['status']}, via {s['mechanism']})")
         lines.append(f"  {s['title']}")
+        if s.get("why_untested"):
+            lines.append(f"  untested: {s['why_untested']}; every hook target below was checked in its source")
         if s["sglang_writes"]:
             lines.append(f"  SGLang itself writes: {', '.join(s['sglang_writes'])}")
         for t in report.targets:

@@ -387,3 +387,33 @@ def test_matrix_add_puts_a_release_in_the_matrix_and_the_tested_lists(tmp_path, 
             matrix.main(["--versions", str(versions), "--manifests", str(manifests), "--offline", "--add", "1.3.0rc1"])
     finally:
         patchsets.load_manifests.cache_clear()
+
+
+def test_doctor_reports_an_unchecked_release_as_untested_and_checks_its_source(tmp_path, monkeypatch, clean_environ):
+    """An SGLang 0.5.0 (never published) installed: doctor says untested and checks every target in its source."""
+    import json
+    import sys
+
+    from click.testing import CliRunner
+
+    from sglang_eagle_nccl.cli.main import main
+
+    site = tmp_path / "site"
+    engine = site / "sglang" / "srt" / "entrypoints"
+    engine.mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("")
+    (engine / "engine.py").write_text("def _set_envs_and_config(server_args):\n    pass\n")
+    info = site / "sglang-0.5.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.0\n\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "sglang", raising=False)
+    data = json.loads(CliRunner().invoke(main, ["doctor", "--json"]).output)
+    assert data["packages"]["sglang"] == "0.5.0"
+    assert data["selection"]["status"] == "untested_unchecked"
+    assert "0.5.0 is not one of the" in data["selection"]["why_untested"]
+    found = {t["target"]: t["ok"] for t in data["targets"]}
+    assert found["sglang.srt.entrypoints.engine:_set_envs_and_config"] is True
+    assert found["sglang.srt.managers.scheduler:Scheduler.__init__"] is False
+    text = CliRunner().invoke(main, ["doctor"]).output
+    assert "(untested_unchecked, via wrapt)" in text and "untested: SGLang 0.5.0 is not one of the" in text
