@@ -139,6 +139,14 @@ _DEPS_0_5_17 = (
     "jsonschema", "soundfile", "python-multipart",
 )
 
+# 0.5.19: the first release resolving its arguments in ``resolve_once`` (the arg_groups pipeline); as
+# 0.5.17 with its own tokenizers / compressed-tensors pins. Light: only the argument-resolution tests
+# run here (tests/sglang/test_sglang_writes.py), so it needs what ``sglang.srt.server_args`` and
+# ``sglang.srt.entrypoints.engine`` import.
+_DEPS_0_5_19 = tuple(
+    {"compressed-tensors": "compressed-tensors==0.18.0"}.get(d, d) for d in _DEPS_0_5_17
+) + ("tokenizers==0.22.2",)
+
 # The real triton wheel (imports on CPU; only kernel launches fail). SGLang imports it unguarded, and at
 # TP > 1 it torch.compile()s its vocab-parallel embedding, which makes torch's inductor probe triton in
 # depth -- more than any stub survives. --no-deps: it has no runtime deps on Python >= 3.10.
@@ -154,6 +162,7 @@ RAY_PIN = "ray==2.60.0"
 VERSIONS: dict[str, VersionSpec] = {
     "0.5.23": VersionSpec("0.5.23", _DEPS_0_5_23, no_deps=(TRITON_PIN, "xgrammar==0.2.7"), extras=(RAY_PIN,),
                           extras_pins="ray.txt"),
+    "0.5.19": VersionSpec("0.5.19", _DEPS_0_5_19, no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
     "0.5.17": VersionSpec("0.5.17", _DEPS_0_5_17, no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
     "0.5.10": VersionSpec("0.5.10", _DEPS_0_5_10, no_deps=(TRITON_PIN, "xgrammar==0.1.32")),
     "0.5.4": VersionSpec("0.5.4", _DEPS_0_5_4, no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),

@@ -186,6 +186,7 @@ def _check_sglang_coverage(profile: Any, python: str | None) -> None:
     """Refuse early (before starting a server) when this SGLang is not covered."""
     if python:
         return  # another interpreter: its own bootstrap checks coverage at start-up
+    from sglang_eagle_nccl.contract.versions import installed_sglang_version
     from sglang_eagle_nccl.knowledge.sglang.patchsets import (
         PatchSetError,
         check_coverage,
@@ -193,9 +194,8 @@ def _check_sglang_coverage(profile: Any, python: str | None) -> None:
         require_coverage,
         select,
     )
-    from sglang_eagle_nccl.offline.doctor import package_version
 
-    version = package_version("sglang")
+    version = installed_sglang_version()
     if version is None:
         fail_input("sglang is not installed in this Python environment; install it (or pass --python PATH).")
     try:

@@ -163,17 +163,11 @@ def _model_sizes(rules: list[Any], abi: int, model_config: str, *, nranks: int, 
                  batch_size: int, num_draft_tokens: int | None, eagle_topk: int | None,
                  chunked_prefill_size: int | None, sglang_version: str | None, as_json: bool) -> None:
     """The all-reduces of a model's decode / EAGLE / prefill steps, their path, and the tuner's answer."""
-    from importlib.metadata import PackageNotFoundError, version
-
+    from sglang_eagle_nccl.contract.versions import installed_sglang_version
     from sglang_eagle_nccl.native import library
     from sglang_eagle_nccl.offline.sizes import SizesError, fmt_bytes, format_size_report, size_report
 
-    installed = sglang_version
-    if installed is None:
-        try:
-            installed = version("sglang")
-        except PackageNotFoundError:
-            installed = None
+    installed = sglang_version if sglang_version is not None else installed_sglang_version()
     try:
         report = size_report(model_config, batch_size=batch_size, tp_size=nranks, num_draft_tokens=num_draft_tokens,
                              eagle_topk=eagle_topk, chunked_prefill_size=chunked_prefill_size, sglang_version=installed,

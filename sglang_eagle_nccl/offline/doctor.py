@@ -12,11 +12,11 @@ import pwd
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from sglang_eagle_nccl import __version__
+from sglang_eagle_nccl.contract.versions import installed_sglang_version, installed_version
 from sglang_eagle_nccl.inproc.env_writer import nccl_snapshot
 from sglang_eagle_nccl.inproc.hooks.patching import PLUGIN_NAME, entry_point_allowed
 from sglang_eagle_nccl.knowledge.sglang import patchsets
@@ -24,10 +24,8 @@ from sglang_eagle_nccl.offline.native_status import format_native_status, native
 
 
 def package_version(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
+    """The installed version of a distribution; SGLang's through the one lookup every gate uses."""
+    return installed_sglang_version() if name == "sglang" else installed_version(name)
 
 
 @dataclass(frozen=True)
@@ -191,6 +189,7 @@ def run_doctor(profile: Any = None, problems: list[str] | None = None) -> Doctor
                 "patch_set": sel.patch_set.id,
                 "title": sel.patch_set.title,
                 "status": sel.status,
+                "why_untested": sel.why_untested,
                 "mechanism": sel.patch_set.mechanism,
                 "sglang_writes": list(sel.patch_set.sglang_writes),
             }
@@ -253,6 +252,8 @@ def format_doctor(report: DoctorReport) -> str:
         s = report.selection
         lines.append(f"Patch set: {s['patch_set']} ({s['status']}, via {s['mechanism']})")
         lines.append(f"  {s['title']}")
+        if s.get("why_untested"):
+            lines.append(f"  untested: {s['why_untested']}; every hook target below was checked in its source")
         if s["sglang_writes"]:
             lines.append(f"  SGLang itself writes: {', '.join(s['sglang_writes'])}")
         for t in report.targets:

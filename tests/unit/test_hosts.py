@@ -110,6 +110,12 @@ HOST_SCRIPT = textwrap.dedent('''
     w.write("process_role", title="sglang::scheduler_TP0")
     w.write("scheduler_start", ranks={}, env=env)
     w.write("group_created", group="tp", unique_name="tp:0", ranks=[0, 1], env=env, torch_comm="lazy-nccl")
+    # Stay alive until the other "host" has written too: two live namespaces never share an inode (the
+    # kernel may give a new namespace the inode of one that is gone).
+    import time
+    deadline = time.monotonic() + 60
+    while len([n for n in os.listdir(run) if n.startswith("proc-")]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
 ''')
 
 
@@ -133,11 +139,15 @@ def test_two_hosts_with_colliding_pids_in_one_real_directory_cannot_hide_a_failu
     script = tmp_path / "host.py"
     script.write_text(HOST_SCRIPT)
     src = str(Path(__file__).resolve().parents[2])
+    hosts = []
     for proto in ("LL", "Simple"):  # the second "host" ran without the profile's value
         cmd = f'hostname node && exec "{sys.executable}" "{script}" "{run}" {proto}'
-        done = subprocess.run(["unshare", "-p", "-f", "--mount-proc", "-u", "sh", "-c", cmd], capture_output=True,
-                              text=True, timeout=60, env=dict(os.environ, PYTHONPATH=src))
-        assert done.returncode == 0, done.stderr
+        hosts.append(subprocess.Popen(["unshare", "-p", "-f", "--mount-proc", "-u", "sh", "-c", cmd],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      env=dict(os.environ, PYTHONPATH=src)))
+    for host in hosts:
+        _out, err = host.communicate(timeout=90)
+        assert host.returncode == 0, err
     files = sorted(p.name for p in run.iterdir() if p.name.startswith("proc-"))
     assert len(files) == 2 and all(f.startswith("proc-node-") and f.endswith("-1.jsonl") for f in files), files
     report = load_report(run)

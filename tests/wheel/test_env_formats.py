@@ -188,8 +188,17 @@ def test_dotenv_round_trips(venv_python, dirs):
     _same_profile(_dotenv(venv_python, printed, run), _expected(gen, profile), None)
 
 
+def _yaml():
+    """PyYAML, a real YAML parser: the test extra installs it; without it this is a failure, never a skip."""
+    try:
+        import yaml
+    except ImportError:
+        pytest.fail("PyYAML is missing: it is in the test extra (pip install -e '.[test]')")
+    return yaml
+
+
 def test_k8s_round_trips_with_the_node_rank_of_each_pod(venv_python, dirs):
-    yaml = pytest.importorskip("yaml", reason="PyYAML is in the test extra: pip install -e '.[test]'")
+    yaml = _yaml()
     gen, run, profile = dirs
     entries = check_envvar_shape(yaml.safe_load(_printed(venv_python, gen, profile, "k8s", "--node-rank-from",
                                                          "LWS_WORKER_INDEX")))
@@ -202,7 +211,7 @@ def test_k8s_round_trips_with_the_node_rank_of_each_pod(venv_python, dirs):
 def test_env_audit_dir_launch_is_joined_from_every_format(venv_python, dirs):
     """With --audit-dir the printed environment names one launch; every format's process joins it."""
     gen, run, profile = dirs
-    yaml = pytest.importorskip("yaml", reason="PyYAML is in the test extra: pip install -e '.[test]'")
+    yaml = _yaml()
     seen = set()
     for fmt in ("shell", "json", "dotenv", "k8s"):
         audit = gen / f"launches-{fmt}"
@@ -224,7 +233,7 @@ def test_env_audit_dir_launch_is_joined_from_every_format(venv_python, dirs):
 
 def test_readme_lws_recipe(venv_python, tmp_path):
     """The README's LeaderWorkerSet recipe, run as written: one generated env: list in both templates."""
-    yaml = pytest.importorskip("yaml", reason="PyYAML is in the test extra: pip install -e '.[test]'")
+    yaml = _yaml()
     from support.readme import code_block
 
     lang, script = code_block("tests/wheel/test_env_formats.py::test_readme_lws_recipe")
