@@ -131,3 +131,22 @@ def test_json_output_is_strict_json_whatever_a_value_holds():
 
     data = {"a": float("nan"), "b": [float("inf"), 1.5, {"c": float("-inf")}], "d": "x"}
     assert json.loads(json.dumps(strict(data), allow_nan=False)) == {"a": None, "b": [None, 1.5, {"c": None}], "d": "x"}
+
+
+def test_preflight_knows_a_cpu_machine_without_importing_torch():
+    """The launcher's backend choice costs no torch import on a machine that cannot use CUDA."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from sglang_eagle_nccl.offline.launch.preflight import cuda_possible; "
+            "print(cuda_possible(), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[1] == "False"  # torch was not imported to decide
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        cpu_torch = version("torch").endswith("+cpu")
+    except PackageNotFoundError:
+        cpu_torch = True
+    if cpu_torch:
+        assert out[0] == "False"

@@ -77,6 +77,25 @@ class PreflightResult:
         return "\n".join(lines)
 
 
+def cuda_possible() -> bool:
+    """False when no CUDA device can be used here, known without importing torch.
+
+    Importing torch just to ask ``torch.cuda.is_available()`` costs the launcher about a second (the
+    largest share of preflight's wall time after the ranks' own imports), on the critical path before
+    any rank starts. A CPU build of torch (its version ends in ``+cpu``) or a machine without NVIDIA
+    device nodes cannot use CUDA; anything else is asked of torch itself.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        if version("torch").endswith("+cpu"):
+            return False
+    except PackageNotFoundError:
+        return False
+    return any(name.startswith("nvidia") and name[6:].isdigit() for name in os.listdir("/dev")) \
+        if os.path.isdir("/dev") else True
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -165,12 +184,12 @@ def run_preflight(
     local_ranks = tp_size // nnodes
     cuda = False
     if backend in ("auto", "nccl"):
-        try:
+        if find_spec("torch") is None:
+            raise PreflightError("torch is not installed in this Python environment")
+        if cuda_possible():
             import torch
 
             cuda = torch.cuda.is_available() and torch.cuda.device_count() >= local_ranks
-        except ImportError as exc:
-            raise PreflightError(f"torch is not installed: {exc}") from None
     if backend == "nccl" and not cuda:
         raise PreflightError(f"--backend nccl needs {local_ranks} CUDA device(s) on this node")
     chosen = "nccl" if (backend == "nccl" or (backend == "auto" and cuda)) else "gloo"
