@@ -90,10 +90,10 @@ def main() -> int:
     for row in rows:
         row["check_ms_per_rank"] = round(row["check_ms"] / row["ranks"], 2)
     # The curve's shape: the exponent of check time in ranks (log-log least squares), over the world sizes
-    # that oversubscribe this machine's cores at least as much as the smallest one does (below that, more
-    # ranks also means more idle cores, which a per-rank figure does not see). 1.0 is linear.
+    # that oversubscribe this machine's cores (up to the core count, more ranks also means more busy cores,
+    # so the cost per rank is not comparable with the larger sizes). 1.0 is linear.
     cores = os.cpu_count() or 1
-    fit = [r for r in rows if r["ranks"] >= cores] or rows
+    fit = [r for r in rows if r["ranks"] > cores] or rows
     exponent = _slope([math.log(r["ranks"]) for r in fit], [math.log(r["check_ms"]) for r in fit]) if len(fit) > 1 else 0.0
     result = {
         "benchmark": "consistency check per group creation, gloo ranks on CPU (rank 0, medians)",
