@@ -142,11 +142,7 @@ def test_preflight_knows_a_cpu_machine_without_importing_torch():
             "print(cuda_possible(), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[1] == "False"  # torch was not imported to decide
-    from importlib.metadata import PackageNotFoundError, version
+    from sglang_eagle_nccl.contract.versions import installed_version
 
-    try:
-        cpu_torch = version("torch").endswith("+cpu")
-    except PackageNotFoundError:
-        cpu_torch = True
-    if cpu_torch:
+    if (installed_version("torch") or "+cpu").endswith("+cpu"):
         assert out[0] == "False"

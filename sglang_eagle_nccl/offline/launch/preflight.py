@@ -85,12 +85,10 @@ def cuda_possible() -> bool:
     any rank starts. A CPU build of torch (its version ends in ``+cpu``) or a machine without NVIDIA
     device nodes cannot use CUDA; anything else is asked of torch itself.
     """
-    from importlib.metadata import PackageNotFoundError, version
+    from sglang_eagle_nccl.contract.versions import installed_version
 
-    try:
-        if version("torch").endswith("+cpu"):
-            return False
-    except PackageNotFoundError:
+    torch_version = installed_version("torch")
+    if torch_version is None or torch_version.endswith("+cpu"):
         return False
     return any(name.startswith("nvidia") and name[6:].isdigit() for name in os.listdir("/dev")) \
         if os.path.isdir("/dev") else True
