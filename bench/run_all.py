@@ -31,6 +31,7 @@ BENCHMARKS = {
     "preflight": ("preflight_time.py", True, False, (3, 1)),
     "audit_scale": ("audit_scale.py", False, False, (3, 1)),
     "consistency_scale": ("consistency_scale.py", True, False, (5, 3)),
+    "ray_collect": ("ray_collect_time.py", True, False, (5, 2)),
 }
 
 
