@@ -3,7 +3,7 @@
 
 What every SGLang child pays before SGLang's own code runs: the ``.pth`` gate finds
 ``SGLANG_EAGLE_NCCL`` set and applies the signed serialised profile the launcher handed down
-(``profile/wire.py``: digest check instead of validating every value again), writes the NCCL
+(``contract/handoff.py``: digest check instead of validating every value again), writes the NCCL
 variables, opens this process's audit record and arms the import trigger for ``import sglang``.
 
 Measured in bench/child_activation.py as one window (CPU time, median of fresh processes;

@@ -29,6 +29,9 @@ BENCHMARKS = {
     "registration": ("registration.py", True, True, (5, 2)),
     "import_engine": ("import_engine.py", True, False, (9, 3)),
     "preflight": ("preflight_time.py", True, False, (3, 1)),
+    "audit_scale": ("audit_scale.py", False, False, (3, 1)),
+    "consistency_scale": ("consistency_scale.py", True, False, (5, 3)),
+    "ray_collect": ("ray_collect_time.py", True, False, (5, 2)),
 }
 
 
@@ -60,7 +63,17 @@ def table(r: dict[str, dict]) -> list[str]:
     if "preflight" in r:
         pre = r["preflight"]
         lines.append(f"preflight --tp 2 (gloo) | {pre['median_s']} s wall median of {pre['repeat']} (runs {pre['runs_s']}), "
-                     f"CPU {pre['median_cpu_s']} s | <= 15 s: {_met(pre['met'])}")
+                     f"CPU {pre['median_cpu_s']} s | {pre['goal']}: {_met(pre['met'])}")
+    if "audit_scale" in r:
+        aud = r["audit_scale"]
+        rows = ", ".join(f"{x['processes']}: {x['median_cpu_s']} s ({x['per_process_ms']} ms/process)" for x in aud["rows"])
+        lines.append(f"audit --json of N synthetic processes, one core | {rows} | 512 under 5 s: {_met(aud['met'])}")
+    if "consistency_scale" in r:
+        con = r["consistency_scale"]
+        rows = ", ".join(f"{x['ranks']} ranks: check {x['check_ms']} ms vs group creation {x['group_creation_ms']} ms "
+                         f"(share {x['check_share']})" for x in con["rows"])
+        lines.append(f"consistency check per group creation, gloo | {rows}; growth vs linear {con['growth_vs_linear']} | "
+                     f"no worse than linear: {_met(con['met'])}")
     return lines
 
 

@@ -93,6 +93,10 @@ class VersionSpec:
     deps: tuple[str, ...]
     # Installed with --no-deps: their own requirements would pull triton / CUDA packages.
     no_deps: tuple[str, ...] = ()
+    # Installed into this version's venv only, never into the shared base (whose hash, and so every
+    # other version's venv, stays as it is), with their own pins file as constraints.
+    extras: tuple[str, ...] = ()
+    extras_pins: str | None = None
 
 
 _DEPS_0_5_23 = (
@@ -135,13 +139,30 @@ _DEPS_0_5_17 = (
     "jsonschema", "soundfile", "python-multipart",
 )
 
+# 0.5.19: the first release resolving its arguments in ``resolve_once`` (the arg_groups pipeline); as
+# 0.5.17 with its own tokenizers / compressed-tensors pins. Light: only the argument-resolution tests
+# run here (tests/sglang/test_sglang_writes.py), so it needs what ``sglang.srt.server_args`` and
+# ``sglang.srt.entrypoints.engine`` import.
+_DEPS_0_5_19 = tuple(
+    {"compressed-tensors": "compressed-tensors==0.18.0"}.get(d, d) for d in _DEPS_0_5_17
+) + ("tokenizers==0.22.2",)
+
 # The real triton wheel (imports on CPU; only kernel launches fail). SGLang imports it unguarded, and at
 # TP > 1 it torch.compile()s its vocab-parallel embedding, which makes torch's inductor probe triton in
 # depth -- more than any stub survives. --no-deps: it has no runtime deps on Python >= 3.10.
 TRITON_PIN = "triton==3.9.0"
 
+# Ray for the tests/ray tier (SGLang's Ray backend: RayEngine, launch_server --use-ray). SGLang 0.5.23's
+# own extra asks for ``ray[default]>=2.55.1``; the core package of that range is what the backend
+# imports (``ray``, ``ray.util.placement_group``, ``ray.cluster_utils`` for the tests) -- ``[default]``
+# adds the dashboard and its ~20 packages, which nothing here starts. 2.60.0 is the release checked on
+# CPU with Python 3.11 (multi-node.md). Only the newest release's tier runs on Ray.
+RAY_PIN = "ray==2.60.0"
+
 VERSIONS: dict[str, VersionSpec] = {
-    "0.5.23": VersionSpec("0.5.23", _DEPS_0_5_23, no_deps=(TRITON_PIN, "xgrammar==0.2.7")),
+    "0.5.23": VersionSpec("0.5.23", _DEPS_0_5_23, no_deps=(TRITON_PIN, "xgrammar==0.2.7"), extras=(RAY_PIN,),
+                          extras_pins="ray.txt"),
+    "0.5.19": VersionSpec("0.5.19", _DEPS_0_5_19, no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
     "0.5.17": VersionSpec("0.5.17", _DEPS_0_5_17, no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
     "0.5.10": VersionSpec("0.5.10", _DEPS_0_5_10, no_deps=(TRITON_PIN, "xgrammar==0.1.32")),
     "0.5.4": VersionSpec("0.5.4", _DEPS_0_5_4, no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
@@ -210,6 +231,10 @@ def stamp_payload(spec: VersionSpec, python: str, base_hash: str | None = None) 
     }
     if base_hash is not None:
         payload["base"] = base_hash
+    if spec.extras:
+        extras_pins = PINS_DIR / spec.extras_pins if spec.extras_pins else None
+        payload["extras"] = list(spec.extras)
+        payload["extras_pins"] = extras_pins.read_text() if extras_pins and extras_pins.is_file() else ""
     return payload
 
 
@@ -383,6 +408,13 @@ def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool, ba
         return wanted
     _run(pip + ["--no-deps", *spec.no_deps, str(sglang_wheel(version))], version=version,
          what=f"installing sglang=={version} and {len(spec.no_deps)} more with --no-deps", env=env)
+    if spec.extras:
+        extras_constraints = venv / "constraints-extras.txt"
+        extras_pins = PINS_DIR / spec.extras_pins if spec.extras_pins else None
+        extras_constraints.write_text(
+            constraints.read_text() + "\n" + (extras_pins.read_text() if extras_pins and extras_pins.is_file() else ""))
+        _run([vpy, "-m", "pip", "install", "--quiet", "-c", str(extras_constraints), *spec.extras], version=version,
+             what=f"installing {', '.join(spec.extras)} (this version's venv only)", env=env)
     install_standins(venv)
     _log(version, f"installed the CPU stand-ins (active when {STANDINS_ENV_VAR}=1)")
     _link_base_scripts(venv)

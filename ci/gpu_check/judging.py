@@ -163,8 +163,9 @@ def judge_native(
     tuner_loaded = bool(tuner_lib) and any(
         line.startswith(f"Successfully loaded external tuner plugin {tuner_lib}") for line in plugin_lines)
     pid = result.get("pid")
-    reads_by_pid = (audit or {}).get("nccl_reads") or {}
-    process_reads = reads_by_pid.get(str(pid)) or {}
+    # nccl_reads is keyed by the whole process identity; this machine's child is the one with its pid.
+    by_process = (audit or {}).get("nccl_reads") or {}
+    process_reads = next((r for r in by_process.values() if r.get("pid") == pid), None) or {}
     reads = process_reads.get("reads") or []
     tuner_inits = process_reads.get("tuner_inits") or []
     if audit is not None and pid is not None:

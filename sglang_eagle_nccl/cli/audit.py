@@ -12,11 +12,21 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input
 
 
 @click.command("audit")
-@click.argument("directory", type=click.Path())
+@click.argument("directories", nargs=-1, required=True, type=click.Path())
 @click.option("--nccl-debug-dir", type=click.Path(exists=True), default=None, help="Also compare with NCCL's own debug files (NCCL_DEBUG_FILE=<dir>/nccl.%h.%p.log).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None:
-    """Verdict per process and communicator for one launch (DIRECTORY or its newest launch).
+@click.option("--verbose", "-v", is_flag=True, help="Every process, communicator, NCCL read and all-reduce table.")
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="Gather the launch directory from every node of this Ray cluster first (\"auto\": the cluster this "
+                   "machine belongs to; no shared filesystem needed), then judge all of it. DIRECTORIES is then the one "
+                   "launch directory path the nodes wrote to.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every record behind the verdict.")
+def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose: bool, ray_address: str | None,
+              as_json: bool) -> None:
+    """Verdict per host, process and communicator for one launch.
+
+    DIRECTORIES: the launch directory printed at start (or its audit root: its newest launch), one
+    shared by every node, or several -- one per node or pod, however collected -- judged as one launch.
+    Processes are told apart by host, boot, PID namespace, pid and start time, never by pid alone.
 
     \b
     Exit codes:
@@ -24,16 +34,40 @@ def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None
       1  fail: some process or communicator missed the profile
       2  cannot judge: no launch found, not a directory, or nothing readable
     Files that are not regular (symlinks, FIFOs, devices) are never opened; unreadable files
-    and lines are listed and left out of the verdict.
+    and lines are listed and left out of the verdict (which is then at best ⚠).
     """
-    from sglang_eagle_nccl.offline.audit.judge import format_text, load_report
+    from sglang_eagle_nccl.offline.audit.judge import load_report
     from sglang_eagle_nccl.offline.audit.read import CannotJudge
+    from sglang_eagle_nccl.offline.audit.render import format_text
 
+    collected = None
+    paths = list(directories)
+    if ray_address is not None:
+        import os
+        import tempfile
+
+        from sglang_eagle_nccl.offline.ray_collect import CollectError, collect
+
+        if len(paths) != 1:
+            fail_input("--ray gathers one launch directory from every node: give exactly one DIRECTORY", as_json=as_json)
+        try:
+            collected = collect(os.path.abspath(paths[0]), tempfile.mkdtemp(prefix="sglang-eagle-nccl-collected-"),
+                                address=ray_address)
+        except CollectError as exc:
+            fail_input(f"cannot gather through Ray: {exc}", as_json=as_json)
+        paths = collected.directories
+        if not paths:
+            problems = "; ".join(p for n in collected.nodes for p in n.problems)
+            fail_input(f"cannot judge: no node of the Ray cluster holds {directories[0]} ({problems})", as_json=as_json)
     try:
-        report = load_report(directory)
+        report = load_report(paths)
     except CannotJudge as exc:
         fail_input(f"cannot judge: {exc}", as_json=as_json)
     data = report.to_dict()
+    if collected is not None:
+        data["collected"] = {"summary": collected.summary(), "dest": collected.dest,
+                             "nodes": [{"node_id": n.node_id, "host": n.host, "files": len(n.files),
+                                        "seconds": round(n.seconds, 3), "problems": n.problems} for n in collected.nodes]}
     nccl_text = ""
     failed = report.verdict == "fail"
     if nccl_debug_dir:
@@ -46,7 +80,12 @@ def audit_cmd(directory: str, nccl_debug_dir: str | None, as_json: bool) -> None
     if as_json:
         emit_json(data)
     else:
-        click.echo(format_text(report))
+        if collected is not None:
+            click.echo(collected.summary())
+            for node in collected.nodes:
+                for problem in node.problems:
+                    click.echo(f"  ⚠ {node.host} ({node.node_id[:8]}): {problem}")
+        click.echo(format_text(report, verbose=verbose))
         if nccl_text:
             click.echo("")
             click.echo(nccl_text)

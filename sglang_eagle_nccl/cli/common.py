@@ -16,8 +16,20 @@ PROFILE_HELP = (
 ENV_HELP = "KEY=VALUE NCCL setting on top of the profile (repeatable), e.g. --nccl-env NCCL_ALGO=Tree."
 
 
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, Infinity: not JSON) replaced by null."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    # Strict JSON (RFC 8259): a consumer's parser must never meet NaN, whatever a computation gave.
+    click.echo(json.dumps(strict(data), indent=2, sort_keys=True, default=str, allow_nan=False))
 
 
 def fail_input(message: str, *, as_json: bool = False, findings: Sequence[Any] = ()) -> NoReturn:

@@ -25,14 +25,21 @@ def doctor(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: 
     Exit 0 when no problem is listed, 1 when any is (missing torch or SGLang, a missing hook
     target, a profile in the environment that cannot be applied ...), 2 for a bad --profile.
     """
+    import os
     import sys
 
+    from sglang_eagle_nccl.offline.activation_check import environment_problems, launch_problems
     from sglang_eagle_nccl.offline.doctor import format_doctor, run_doctor
 
     profile = None
     problems: list[str] = []
     if profiles or nccl_env:
         profile = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown).profile
+        # Activation's own checks for a launch of it from this shell (launcher and children).
+        refused = launch_problems(profile, os.environ)
+        if refused:
+            problems.append(f"activation would refuse the profile '{profile.name}' here: "
+                            + "; ".join(f.message() for f in refused))
     else:
         from sglang_eagle_nccl.contract.findings import ProfileError
 
@@ -44,6 +51,12 @@ def doctor(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: 
                 f.message() for f in exc.errors
             ))
         profile = found[0] if found else None
+        if found:
+            # Exactly what a process started from this shell decides at activation.
+            refused = environment_problems(os.environ)
+            if refused:
+                problems.append("a process started from this shell would refuse its profile: "
+                                + "; ".join(f.message() for f in refused))
     report = run_doctor(profile, problems)
     if as_json:
         emit_json(report.to_dict())

@@ -138,9 +138,15 @@ def explain(variable: str, as_json: bool) -> None:
 def validate(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, nccl_version: str | None, as_json: bool) -> None:
     """Check profiles/files and --nccl-env settings with NCCL's parsing rules.
 
-    Reports every problem at once. Exit 0 when valid (warnings allowed), 1 when not.
+    Also runs activation's own checks for a launch from this shell: another NCCL env/tuner
+    plugin in the environment, [[tuner.rules]] without the native library, a serialised profile
+    too large for Linux to start a process with. Reports every problem at once. Exit 0 when
+    valid (warnings allowed), 1 when not.
     """
+    import os
+
     from sglang_eagle_nccl.contract.findings import ProfileError
+    from sglang_eagle_nccl.offline.activation_check import launch_problems
     from sglang_eagle_nccl.profile.resolve import resolve
 
     try:
@@ -148,6 +154,12 @@ def validate(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], allow_unk
             list(name_or_file), env_flags=list(nccl_env),
             policy_flags={"allow_unknown": allow_unknown, "nccl_version": nccl_version},
         )
+        # What activation would refuse in a launch from this shell (its launcher and every process it
+        # starts), asked of activation itself: another NCCL plugin here, rules without the native
+        # library, a serialised profile too large to start a process with.
+        refused = launch_problems(resolution.profile, os.environ)
+        if refused:
+            raise ProfileError([*resolution.warnings, *refused])
     except ProfileError as exc:
         if as_json:
             emit_json({"ok": False, "findings": [f.to_dict() for f in exc.findings]})

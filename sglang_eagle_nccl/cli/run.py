@@ -15,27 +15,47 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options,
 
 @click.command("env")
 @profile_options
-@click.option("--audit-dir", default=None, metavar="DIR", help="Create one launch directory under DIR and include it, so every process of the launch audits into it. A relative DIR is made absolute against the current working directory when the profile is resolved.")
-@click.option("--node-rank", type=int, default=None, help="Node rank (selects [nodes.<rank>.env]).")
-@click.option("--format", "fmt", type=click.Choice(["shell", "json", "dotenv"]), default="shell", show_default=True)
-def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, audit_dir: str | None, node_rank: int | None, fmt: str) -> None:
+@click.option("--audit-dir", default=None, metavar="DIR", help="Create one launch directory under DIR and include it, so every process of the launch audits into it (processes on this machine or a filesystem they share). A relative DIR is made absolute against the current working directory when the profile is resolved. For pods or nodes that each keep their own records, set SGLANG_EAGLE_NCCL_AUDIT_DIR instead: every launcher then opens its own launch there.")
+@click.option("--node-rank", type=click.IntRange(0, 10**9 - 1), default=None, help="Node rank (selects [nodes.<rank>.env]).")
+@click.option("--node-rank-from", default=None, metavar="VAR", help="k8s format: take each pod's node rank from this variable of the pod (LeaderWorkerSet: LWS_WORKER_INDEX), so one list serves every pod.")
+@click.option("--format", "fmt", type=click.Choice(["shell", "json", "dotenv", "k8s"]), default="shell", show_default=True)
+def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, audit_dir: str | None,
+            node_rank: int | None, node_rank_from: str | None, fmt: str) -> None:
     """Print the environment that enables the profile in processes you start yourself.
 
     For launchers that do not inherit your shell: Ray (runtime_env={"env_vars": ...}),
-    Kubernetes (env / a ConfigMap), systemd (EnvironmentFile). The output holds the plugin's
-    gate, the serialised profile and the NCCL variables themselves (so a process without the
-    plugin installed still gets the values).
+    Kubernetes (the env: list of a container), systemd (EnvironmentFile). The output holds the
+    plugin's gate, the serialised profile, the plugin variables it was resolved from and the NCCL
+    variables themselves (so a process without the plugin installed still gets the values): a
+    process started with exactly this environment, anywhere, activates the same profile.
 
     \b
       eval "$(sglang-eagle-nccl env --profile pcie-8gpu)"
       sglang-eagle-nccl env --profile pcie-8gpu --format json   # for Ray's runtime_env
+      sglang-eagle-nccl env --profile pcie-8gpu --format k8s --node-rank-from LWS_WORKER_INDEX
     """
-    import shlex
-
+    from sglang_eagle_nccl.contract import names
+    from sglang_eagle_nccl.contract.findings import ProfileError
     from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
-    from sglang_eagle_nccl.offline.launch.child_env import EXTERNAL_ROOT, child_environment
+    from sglang_eagle_nccl.inproc.child_env import EXTERNAL_ROOT, child_environment, merged
+    from sglang_eagle_nccl.offline.activation_check import environment_problems, launch_problems
+    from sglang_eagle_nccl.offline.launch.env_formats import FormatError, render
+    from sglang_eagle_nccl.profile.limits import check_exec_size
 
+    if node_rank_from is not None:
+        if fmt != "k8s":
+            fail_input("--node-rank-from names a variable of a Kubernetes pod; it needs --format k8s "
+                       "(elsewhere give --node-rank N)")
+        if node_rank is not None:
+            fail_input("--node-rank and --node-rank-from both give the node rank; pass one of them")
+        if not (node_rank_from.isascii() and node_rank_from.replace("_", "a").isalnum() and not node_rank_from[0].isdigit()):
+            fail_input(f"--node-rank-from {node_rank_from!r}: not a variable name (letters, digits, '_'), "
+                       "e.g. --node-rank-from LWS_WORKER_INDEX")
     profile = resolve_or_exit(profiles, nccl_env, allow_unknown=allow_unknown).profile
+    # Activation's own checks, before anything is written (the key, the launch directory).
+    refused = launch_problems(profile, os.environ, node_rank=node_rank)
+    if refused:
+        fail_input(str(ProfileError(refused)), findings=refused)
     run_dir = None
     if audit_dir:
         meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl env"}
@@ -44,39 +64,28 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
         except AuditError as exc:
             fail_input(str(exc))
     # With a launch directory no process of that launch is its root: they all join it as children.
-    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
-                                root_pid=EXTERNAL_ROOT if run_dir else None)
+    # Standalone: the processes get exactly what is printed (every input the serialised profile records
+    # among it), never this shell's other variables.
+    try:
+        updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
+                                    root_pid=EXTERNAL_ROOT if run_dir else None, standalone=True)
+    except ProfileError as exc:
+        fail_input(str(exc), findings=exc.findings)
     out = {k: v for k, v in updates.items() if v is not None}
-    from sglang_eagle_nccl.contract.findings import ProfileError
-    from sglang_eagle_nccl.profile.limits import check_exec_size
-
     too_big = [f for f in check_exec_size(out, []) if f.severity == "error"]
     if too_big:
         fail_input(str(ProfileError(too_big)))
-    if fmt == "json":
-        emit_json(out)
-    elif fmt == "dotenv":
-        problems = [k for k, v in out.items() if not dotenv_safe(v)]
-        if problems:
-            fail_input(
-                f"{', '.join(problems)}: the value holds a quote, backslash, '$', a line break or surrounding "
-                "whitespace, which systemd EnvironmentFile= and docker --env-file read differently; "
-                "Fix: use --format json or shell for this profile"
-            )
-        for k, v in out.items():
-            click.echo(f"{k}={v}")
-    else:
-        for k, v in out.items():
-            click.echo(f"export {k}={shlex.quote(v)}")
-
-
-def dotenv_safe(value: str) -> bool:
-    """Read the same, byte for byte, by systemd ``EnvironmentFile=`` and ``docker --env-file``.
-
-    docker takes everything after the first ``=`` verbatim; systemd strips surrounding whitespace
-    and interprets quotes and backslashes. A value with none of those reads the same in both.
-    """
-    return value == value.strip() and not any(c in value for c in "\"'\\$\n\r") and not value.startswith("#")
+    # Proof, not hope: activation itself, on exactly what is printed and on this shell with it.
+    for where, environ in (("exactly this environment", out), ("this shell with this environment added",
+                                                                 merged(os.environ, out))):
+        refused = environment_problems(environ)
+        if refused:
+            fail_input(f"a process started with {where} would refuse the profile "
+                       f"({names.ENV_PROFILE} as printed):\n{ProfileError(refused)}", findings=refused)
+    try:
+        click.echo(render(out, fmt, node_rank_from=node_rank_from, unset=[k for k, v in updates.items() if v is None]))
+    except FormatError as exc:
+        fail_input(str(exc))
 
 
 # --- launch -----------------------------------------------------------------------------------
@@ -116,8 +125,17 @@ def launch(
         profiles, nccl_env, allow_unknown=allow_unknown, audit_dir=audit_dir, audit_required=audit_required,
         allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None,
     )
-    _check_sglang_coverage(resolution.profile, python)
     from sglang_eagle_nccl.contract.findings import ProfileError
+
+    if python is None:
+        # The server runs this installation: refuse here, before anything starts, what its
+        # activation would refuse (another interpreter decides with its own installation).
+        from sglang_eagle_nccl.offline.activation_check import launch_problems
+
+        refused = launch_problems(resolution.profile, os.environ)
+        if refused:
+            fail_input(str(ProfileError(refused)))
+    _check_sglang_coverage(resolution.profile, python)
 
     try:
         plan = plan_launch(resolution.profile, args, python=python, dry_run=dry_run)
@@ -168,6 +186,7 @@ def _check_sglang_coverage(profile: Any, python: str | None) -> None:
     """Refuse early (before starting a server) when this SGLang is not covered."""
     if python:
         return  # another interpreter: its own bootstrap checks coverage at start-up
+    from sglang_eagle_nccl.contract.versions import installed_sglang_version
     from sglang_eagle_nccl.knowledge.sglang.patchsets import (
         PatchSetError,
         check_coverage,
@@ -175,9 +194,8 @@ def _check_sglang_coverage(profile: Any, python: str | None) -> None:
         require_coverage,
         select,
     )
-    from sglang_eagle_nccl.offline.doctor import package_version
 
-    version = package_version("sglang")
+    version = installed_sglang_version()
     if version is None:
         fail_input("sglang is not installed in this Python environment; install it (or pass --python PATH).")
     try:
@@ -220,6 +238,14 @@ def preflight(
     if nnodes > 1 and not dist_init_addr:
         fail_input("--nnodes > 1 needs --dist-init-addr HOST:PORT (the same on every node)", as_json=as_json)
     resolution = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, audit_dir=audit_dir)
+    from sglang_eagle_nccl.contract.findings import ProfileError
+    from sglang_eagle_nccl.offline.activation_check import launch_problems
+
+    # The ranks activate with this installation: what they would refuse is refused before they start.
+    refused = launch_problems(resolution.profile, os.environ, node_rank=node_rank)
+    if refused:
+        fail_input(str(ProfileError(refused)), as_json=as_json, findings=refused)
+
     try:
         result = run_preflight(
             resolution.profile, tp_size=tp_size, dp_attention=dp_attention, backend=backend, timeout=timeout,
@@ -228,6 +254,8 @@ def preflight(
         )
     except PreflightError as exc:
         fail_input(str(exc), as_json=as_json)
+    except ProfileError as exc:  # the ranks' hand-off cannot be written (too large to start them with)
+        fail_input(str(exc), as_json=as_json, findings=exc.findings)
     if as_json:
         emit_json(result.to_dict())
     else:

@@ -9,12 +9,9 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input
 
 
 def _installed_sglang() -> str | None:
-    try:
-        from importlib.metadata import version
+    from sglang_eagle_nccl.contract.versions import installed_sglang_version
 
-        return version("sglang")
-    except Exception:  # noqa: BLE001 - not installed: no default version
-        return None
+    return installed_sglang_version()
 
 
 @click.command("sizes")

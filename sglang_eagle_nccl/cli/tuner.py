@@ -7,14 +7,16 @@ NCCL calls it), not from a Python model of it, so it is what NCCL would be told.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import click
 
 from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options, resolve_or_exit
+from sglang_eagle_nccl.knowledge.nccl.tuner_rules import SIZE_T_MAX
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(|k|ki|kib|m|mi|mib|g|gi|gib|b)\s*$", re.IGNORECASE)
+# At most 20 ASCII digits (a 64-bit size_t has 20): int() never sees a number long enough to be
+# slow or to pass Python's 4300-digit limit (a traceback, not a message).
+_SIZE = re.compile(r"^\s*([0-9]{1,20})\s*(|k|ki|kib|m|mi|mib|g|gi|gib|b)\s*$", re.IGNORECASE)
 _POWER = {"": 0, "b": 0, "k": 1, "ki": 1, "kib": 1, "m": 2, "mi": 2, "mib": 2, "g": 3, "gi": 3, "gib": 3}
 
 
@@ -27,16 +29,24 @@ def parse_size(text: str) -> int | None:
 
 
 def rules_from_file(path: str, *, as_json: bool = False) -> tuple[list[Any], list[Any]]:
-    """``[[tuner.rules]]`` of a TOML file -> (rules, findings); input errors exit 2."""
-    from sglang_eagle_nccl.knowledge import _toml
+    """``[[tuner.rules]]`` of a TOML file -> (rules, findings); input errors exit 2, naming the file.
+
+    Read like a profile: a regular file only (a FIFO or a device is refused at once, never waited
+    on or read without end), at most a profile's size, and parsed by the same bounded TOML reader.
+    """
+    from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
     from sglang_eagle_nccl.knowledge.nccl.tuner_rules import parse_rules
+    from sglang_eagle_nccl.profile.sources import MAX_PROFILE_BYTES, parse_toml_document
 
     try:
-        data = _toml.loads(Path(path).read_text("utf-8"))
-    except OSError as exc:
-        fail_input(f"--rules {path}: cannot read it: {exc.strerror}. Fix: give a readable TOML file", as_json=as_json)
-    except _toml.TOMLDecodeError as exc:
-        fail_input(f"--rules {path}: not valid TOML: {exc}. Fix: correct the TOML syntax", as_json=as_json)
+        text = read_regular_file(path, MAX_PROFILE_BYTES, follow_symlinks=True).decode("utf-8")
+    except UnreadableFile as exc:
+        fail_input(f"--rules {path}: cannot read it: {exc.reason}. Fix: give a readable TOML file", as_json=as_json)
+    except UnicodeDecodeError as exc:
+        fail_input(f"--rules {path}: not UTF-8 text (byte {exc.start}). Fix: save it as UTF-8 TOML", as_json=as_json)
+    data, problems = parse_toml_document(text, f"--rules {path}", what="rules file")
+    if data is None:
+        fail_input(problems[0].message(), as_json=as_json, findings=problems)
     raw = data.get("tuner", {}).get("rules") if isinstance(data.get("tuner"), dict) else None
     if raw is None:
         fail_input(f"--rules {path}: no [[tuner.rules]] in it. Fix: add at least one [[tuner.rules]] block", as_json=as_json)
@@ -54,14 +64,14 @@ def _profile_rules(profile: Any) -> list[Any]:
 @click.option("--rules", "rules_file", default=None, type=click.Path(dir_okay=False), help="TOML file with [[tuner.rules]] (replaces the profile's rules).")
 @click.option("--collective", default="allreduce", show_default=True, help="broadcast, reduce, allgather, reducescatter or allreduce.")
 @click.option("--bytes", "size", default=None, metavar="N", help="NCCL's nBytes of the call, e.g. 14336 or 64KiB.")
-@click.option("--nranks", "--tp", "nranks", type=click.IntRange(min=1), default=None, help="Communicator size (the TP size for SGLang's tp group).")
+@click.option("--nranks", "--tp", "nranks", type=click.IntRange(min=1, max=SIZE_T_MAX), default=None, help="Communicator size (the TP size for SGLang's tp group).")
 @click.option("--model-config", default=None, metavar="PATH", help="Instead of --bytes: the model's config.json; shows the all-reduce bytes of decode, EAGLE verify and a prefill chunk, the path SGLang gives each, and the tuner's answer for each.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True, help="With --model-config: running requests per step.")
 @click.option("--speculative-num-draft-tokens", type=int, default=None, help="With --model-config: SGLang's --speculative-num-draft-tokens.")
 @click.option("--speculative-eagle-topk", type=int, default=None, help="With --model-config: SGLang's --speculative-eagle-topk.")
 @click.option("--chunked-prefill-size", type=int, default=None, help="With --model-config: SGLang's --chunked-prefill-size.")
 @click.option("--sglang-version", default=None, metavar="VERSION", help="With --model-config: predict paths for this SGLang release (default: the installed one).")
-@click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes in the communicator.")
+@click.option("--nnodes", type=click.IntRange(min=1, max=SIZE_T_MAX), default=1, show_default=True, help="Nodes in the communicator.")
 @click.option("--group", default=None, help="SGLang group label selected when the communicator was created (e.g. tp).")
 @click.option("--abi", type=click.IntRange(2, 6), default=6, show_default=True, help="Tuner ABI to ask (v6: NCCL 2.30+, v5: 2.28, v4: 2.24, v3: 2.22, v2: 2.21).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -97,7 +107,14 @@ def tuner_cmd(
         fail_input("--nranks (or --tp) is required: the communicator size. Fix: e.g. --nranks 8", as_json=as_json)
     nbytes = parse_size(size) if size is not None else 0
     if nbytes is None:
-        fail_input(f"--bytes {size!r}: not a size. Fix: give a byte count such as 14336 or 64KiB", as_json=as_json)
+        from sglang_eagle_nccl.contract.findings import shown_value
+
+        fail_input(f"--bytes {shown_value(size or '')}: not a size. Fix: give a byte count such as 14336 or 64KiB",
+                   as_json=as_json)
+    if nbytes > SIZE_T_MAX:
+        # NCCL passes nBytes as size_t: a larger call cannot happen, and C would see it wrapped.
+        fail_input(f"--bytes {nbytes}: larger than NCCL's size_t ({SIZE_T_MAX}), so NCCL can never ask it. "
+                   "Fix: give a byte count NCCL can pass", as_json=as_json)
     name = next((c for c in COLLECTIVES if c.lower() == collective.lower()), None)
     if name is None:
         fail_input(f"--collective {collective!r}: unknown collective. Fix: use one of {', '.join(COLLECTIVES)}", as_json=as_json)
@@ -146,17 +163,11 @@ def _model_sizes(rules: list[Any], abi: int, model_config: str, *, nranks: int, 
                  batch_size: int, num_draft_tokens: int | None, eagle_topk: int | None,
                  chunked_prefill_size: int | None, sglang_version: str | None, as_json: bool) -> None:
     """The all-reduces of a model's decode / EAGLE / prefill steps, their path, and the tuner's answer."""
-    from importlib.metadata import PackageNotFoundError, version
-
+    from sglang_eagle_nccl.contract.versions import installed_sglang_version
     from sglang_eagle_nccl.native import library
     from sglang_eagle_nccl.offline.sizes import SizesError, fmt_bytes, format_size_report, size_report
 
-    installed = sglang_version
-    if installed is None:
-        try:
-            installed = version("sglang")
-        except PackageNotFoundError:
-            installed = None
+    installed = sglang_version if sglang_version is not None else installed_sglang_version()
     try:
         report = size_report(model_config, batch_size=batch_size, tp_size=nranks, num_draft_tokens=num_draft_tokens,
                              eagle_topk=eagle_topk, chunked_prefill_size=chunked_prefill_size, sglang_version=installed,

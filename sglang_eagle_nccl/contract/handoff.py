@@ -42,8 +42,11 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 WIRE_PREFIX = "sen3"
-# Environment values are read by every process at start; a profile is a short document.
-MAX_WIRE_CHARS = 256 * 1024
+# The hand-off is one environment entry of every process a launch starts, so Linux's limit on one
+# ``NAME=value`` entry (MAX_ARG_STRLEN, its NUL included) bounds it: a longer one makes every
+# spawn fail with E2BIG. The hex doubles the JSON, so a profile of about 64 KiB of values reaches
+# it. The encoder refuses to write one (:func:`encode`), the decoder to read one.
+MAX_WIRE_CHARS = names.MAX_ARG_STRLEN - len(names.ENV_PROFILE) - 2
 KEY_FILE = "handoff.key"
 KEY_BYTES = 32
 _PROFILE_KEYS = ("name", "description", "env", "groups", "nodes", "policy", "sources", "tuner_rules")
@@ -68,8 +71,37 @@ class Decoded:
 # --- the hand-off key ---------------------------------------------------------------------------
 
 
-def key_path() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+def _absolute(value: str | None) -> str | None:
+    # The XDG Base Directory spec: an empty value counts as unset, and "all paths set in these
+    # environment variables must be absolute ... [a relative one] should be considered invalid and
+    # ignored". Without this an empty HOME put the key at /.cache and a relative one under
+    # whatever directory the process happened to start in.
+    return value if value and value.startswith("/") else None
+
+
+def _passwd_home() -> str | None:
+    # Only when HOME is unset, empty or relative (rare: never on the interpreter-start fast path).
+    try:
+        import pwd
+
+        return _absolute(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError, OSError):
+        return None
+
+
+def key_path() -> str | None:
+    """Where this user's hand-off key lives; None when no absolute cache directory is known.
+
+    ``$XDG_CACHE_HOME`` if absolute, else ``$HOME/.cache`` if ``HOME`` is absolute, else the
+    passwd entry's home ``/.cache``. None means no key: every reader then re-validates, which is
+    correct, only slower.
+    """
+    base = _absolute(os.environ.get("XDG_CACHE_HOME"))
+    if base is None:
+        home = _absolute(os.environ.get("HOME")) or _passwd_home()
+        if home is None:
+            return None
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "sglang-eagle-nccl", KEY_FILE)
 
 
@@ -80,16 +112,27 @@ def _private(st: "Any") -> bool:
 
 
 def read_key() -> bytes | None:
-    """The per-user hand-off key, or None when there is none this process may trust."""
+    """The per-user hand-off key, or None when there is none this process may trust.
+
+    Every gated interpreter (``pip`` included) may come here, so nothing planted at the key path
+    can make it wait: ``O_NONBLOCK`` opens a FIFO at once instead of blocking until a writer
+    appears, ``O_NOFOLLOW`` refuses a symlink, and ``fstat`` on the opened descriptor accepts only
+    a regular file of this user that nobody else can read or write.
+    """
     path = key_path()
+    if path is None:
+        return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return None
     try:
         if not _private(os.fstat(fd)):
-            return None  # someone else could have written it: never trust it
+            return None  # not a regular file, or someone else could have written it: never trust it
         key = os.read(fd, KEY_BYTES + 1)
+    except OSError:
+        return None
     finally:
         os.close(fd)
     return key if len(key) == KEY_BYTES else None
@@ -105,6 +148,8 @@ def ensure_key() -> bytes | None:
     if key is not None:
         return key
     path = key_path()
+    if path is None:
+        return None
     directory = os.path.dirname(path)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -143,10 +188,19 @@ def _sha256() -> "Any":
     return sha256
 
 
+BLOCK_BYTES = 64  # SHA-256's block size, B in RFC 2104
+
+
 def digest(key: bytes, text: str) -> str:
-    """HMAC-SHA256 (RFC 2104) of ``text`` under ``key``, hex."""
+    """HMAC-SHA256 (RFC 2104) of ``text`` under ``key``, hex: ``hmac.new(key, text, sha256)``.
+
+    Written out because ``hmac`` imports ``hashlib`` (OpenSSL's bindings, ~7 ms at interpreter
+    start); a unit test compares it with ``hmac`` for every key length from 0 to 200 bytes.
+    """
     sha256 = _sha256()
-    block = key.ljust(64, b"\0")
+    if len(key) > BLOCK_BYTES:
+        key = sha256(key).digest()  # RFC 2104 section 2: a key longer than B is hashed first
+    block = key.ljust(BLOCK_BYTES, b"\0")
     inner = sha256(bytes(b ^ 0x36 for b in block) + text.encode("ascii")).digest()
     return sha256(bytes(b ^ 0x5C for b in block) + inner).hexdigest()
 
@@ -199,10 +253,39 @@ def encode(profile_data: "Mapping[str, Any]", *, inputs: "Mapping[str, str]", ru
         "run_dir": run_dir,
     }
     payload = dumps(body).encode("utf-8").hex()
+    # Checked before the key is touched: a hand-off no process could be started with is never
+    # written, and the launch fails here, naming the profile, instead of at every spawn.
+    signed_chars = len(WIRE_PREFIX) + 1 + len(payload) + 1 + 64
+    if signed_chars > MAX_WIRE_CHARS:
+        raise _too_large(signed_chars, len(payload) // 2)
     # key None: this user's key, created if need be; b"" (or no key possible): unsigned, so readers
     # run every check themselves.
     key = ensure_key() if key is None else key
     return f"{WIRE_PREFIX}.{payload}.{digest(key, payload) if key else '-'}"
+
+
+def _too_large(chars: int, json_bytes: int) -> "ProfileError":
+    from sglang_eagle_nccl.contract.findings import ProfileError, error
+
+    entry = len(names.ENV_PROFILE) + 1 + chars + 1
+    return ProfileError([
+        error(
+            names.ENV_PROFILE, f"{chars} characters",
+            f"the serialised profile every process of the launch inherits would take {entry} bytes as "
+            f"{names.ENV_PROFILE}=<value> (hex of {json_bytes} bytes of JSON: twice the profile's size); Linux "
+            f"refuses to start a process with any environment entry over MAX_ARG_STRLEN ({names.MAX_ARG_STRLEN} "
+            "bytes), so every process SGLang starts would fail with 'Argument list too long'",
+            f"shorten the profile to under about {MAX_WIRE_CHARS // 2 // 1024} KiB of values, node sections and "
+            "rules (long values such as a topology belong in a file: NCCL_TOPO_FILE=/path)",
+        )
+    ])
+
+
+# What a launcher writes for the processes it starts, besides the gate. A fix that unsets the
+# serialised profile must unset the root marker with it: left alone, it makes the next launcher
+# started from that shell believe it is a child, and a child opens no launch directory (its audit
+# silently never happens).
+_LAUNCHER_WRITTEN = f"{names.ENV_PROFILE} {names.ENV_ROOT_PID}"
 
 
 def _malformed(why: str) -> "ProfileError":
@@ -212,8 +295,8 @@ def _malformed(why: str) -> "ProfileError":
         error(
             names.ENV_PROFILE, None,
             f"the serialised profile is malformed: {why}",
-            f"unset {names.ENV_PROFILE}; sglang-eagle-nccl writes it for the processes it starts "
-            "(`sglang-eagle-nccl env` prints a fresh one)",
+            f"unset {_LAUNCHER_WRITTEN} (sglang-eagle-nccl writes both for the processes it starts; "
+            "`sglang-eagle-nccl env` prints fresh ones)",
         )
     ])
 
@@ -305,7 +388,7 @@ def _stale(stale: list[tuple[str, str | None, str | None]]) -> "ProfileError":
                 var, now,
                 f"{var} is {shown_now} here but was {shown_then} when the serialised profile in "
                 f"{names.ENV_PROFILE} was resolved: that profile is stale, and applying it would ignore {var}",
-                f"unset {names.ENV_PROFILE} so the plugin resolves {var} afresh (or unset {var}, or print a "
+                f"unset {_LAUNCHER_WRITTEN} so the plugin resolves {var} afresh (or unset {var}, or print a "
                 "fresh environment with `sglang-eagle-nccl env`)",
             )
         )

@@ -1,10 +1,20 @@
-"""The launch directory: where it is, how it is created, what its files are called.
+"""The launch directory: where it is, how it is created and opened, what its files are called, and who wrote them.
 
-Layout: ``<audit root>/<launch id>/proc-<host>-<pid>.jsonl``. The root defaults to
-``<tmp>/sglang-eagle-nccl-<uid>`` (created 0700 and refused if another user owns it or it is
-writable by others: the directory is shared by every launch of this user, so it must not be
-a place where someone else can plant files or symlinks). Each launch gets its own 0700
-sub-directory; each process writes only its own 0600 file (:mod:`sglang_eagle_nccl.inproc.boot.audit_writer`).
+Layout: ``<audit root>/<launch id>/proc-<identity>.jsonl`` (audit records) and
+``nccl-reads-<identity>.jsonl`` (what NCCL itself read, written by the native env plugin). The root
+defaults to ``<tmp>/sglang-eagle-nccl-<uid>`` (created 0700 and refused if another user owns it or it
+is writable by others: the directory is shared by every launch of this user, so it must not be a place
+where someone else can plant files or symlinks). Each launch gets its own 0700 sub-directory.
+
+Every file in it is created by :func:`open_record_file`, the one set of rules both writers obey (the
+Python audit writer, and the C reads log, which gets the opened descriptor and never opens a path
+itself): the launch directory is opened without following a symlink and must be ours and private;
+the file is created new (``O_EXCL``: a name someone planted -- a FIFO, a symlink, a hard link to
+another file, a regular file with lines in it -- is refused, never appended to), without blocking.
+
+A process is its :func:`identity`: host name, boot id, PID namespace, pid and start time. Host names
+repeat (containers, cloned VMs), pids repeat across containers and over time; together they do not.
+Records carry it and ``audit`` matches records, reads logs and hosts by all of it.
 
 Only launches open one (:func:`open_launch`); every writer and reader takes names and rules from
 here. Imported at interpreter start in enabled processes: ``os``, ``stat`` and ``time`` only.
@@ -24,8 +34,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
 FILE_PREFIX = "proc-"
+READS_PREFIX = "nccl-reads-"
 FILE_SUFFIX = ".jsonl"
 LAUNCH_META = "launch.json"
+UNKNOWN = "unknown"
 
 
 class AuditError(PluginStop, RuntimeError):
@@ -44,15 +56,8 @@ def hostname() -> str:
     return os.uname().nodename
 
 
-def secure_dir(path: "Any", *, create_parents: bool) -> "Any":
-    """Create ``path`` with mode 0700 (or accept it if it is ours and private)."""
-    try:
-        if create_parents:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(path)
+def check_dir_stat(path: "Any", st: "os.stat_result") -> None:
+    """A launch directory or audit root must be a real directory of ours that nobody else can write."""
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise AuditError(f"audit directory {path} is not a plain directory (symlink or file); refusing to use it")
     if st.st_uid != os.getuid():
@@ -62,7 +67,32 @@ def secure_dir(path: "Any", *, create_parents: bool) -> "Any":
             f"audit directory {path} is writable by group/others (mode {oct(st.st_mode & 0o777)}); "
             f"fix with chmod 700 {path}"
         )
+
+
+def secure_dir(path: "Any", *, create_parents: bool) -> "Any":
+    """Create ``path`` with mode 0700 (or accept it if it is ours and private)."""
+    try:
+        if create_parents:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    check_dir_stat(path, os.lstat(path))
     return path
+
+
+def join_launch_dir(run_dir: str) -> str:
+    """A process of a launch started on another node (Ray, Kubernetes): make its launch directory here.
+
+    The hand-off names the launch directory the launcher opened; on a node that does not share that
+    filesystem it does not exist yet. It is created under the same root with the same rules (the
+    root, then the launch directory, each ours and private), never through a symlink.
+    """
+    if not os.path.isabs(run_dir):
+        raise AuditError(f"launch directory {run_dir!r} is not an absolute path")
+    secure_dir(os.path.dirname(run_dir), create_parents=True)
+    secure_dir(run_dir, create_parents=False)
+    return run_dir
 
 
 def new_launch_dir(root: "str | Path | None" = None) -> "Path":
@@ -81,9 +111,117 @@ def new_launch_dir(root: "str | Path | None" = None) -> "Path":
     raise AuditError(f"could not create a launch directory under {base}")
 
 
-def process_file_name(pid: int | None = None, host: str | None = None) -> str:
-    host = (host or hostname()).replace("/", "-")
-    return f"{FILE_PREFIX}{host}-{pid or os.getpid()}{FILE_SUFFIX}"
+def _read_small(path: str) -> str | None:
+    # /proc files: O_NONBLOCK costs nothing and keeps a bind-mounted FIFO from blocking start-up.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).decode("ascii", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+_machine: "dict[str, str] | None" = None
+_started: "tuple[int, str] | None" = None
+
+
+def _host_part() -> "dict[str, str]":
+    # Host name, boot id and PID namespace never change in a process's life (a new namespace is for
+    # children), so they are read once: one uname, one read and one readlink.
+    global _machine
+    if _machine is None:
+        boot = _read_small("/proc/sys/kernel/random/boot_id")
+        boot_id = boot.strip().replace("-", "") if boot else ""
+        try:
+            link = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+            pidns = link[link.index("[") + 1:link.index("]")]
+        except (OSError, ValueError):
+            pidns = ""
+        _machine = {
+            "host": hostname(),
+            "boot_id": boot_id if boot_id.isalnum() else UNKNOWN,
+            "pidns": pidns if pidns.isdigit() else UNKNOWN,
+        }
+    return _machine
+
+
+def _start_time(pid: int) -> str:
+    # Field 22 of /proc/<pid>/stat (clock ticks after boot): with the pid, it tells a process from a
+    # later one that got the same pid. The command name (field 2) may hold spaces and parentheses,
+    # so fields are counted after its closing parenthesis.
+    global _started
+    if _started is not None and _started[0] == pid:
+        return _started[1]
+    text = _read_small(f"/proc/{pid}/stat")
+    fields = text[text.rfind(")") + 2:].split() if text and ")" in text else []
+    value = fields[19] if len(fields) > 19 and fields[19].isdigit() else UNKNOWN
+    _started = (pid, value)
+    return value
+
+
+def identity(pid: int | None = None) -> "dict[str, Any]":
+    """This process's identity: ``host``, ``boot_id``, ``pidns``, ``pid``, ``start`` (see the module doc)."""
+    pid = os.getpid() if pid is None else pid
+    return {**_host_part(), "pid": pid, "start": _start_time(pid)}
+
+
+def identity_key(ident: "dict[str, Any]") -> "tuple[str, str, str, int, str]":
+    """What two records must share to come from one process (every match in ``audit`` uses it)."""
+    return (str(ident.get("host")), str(ident.get("boot_id")), str(ident.get("pidns")), ident.get("pid"),  # type: ignore[return-value]
+            str(ident.get("start")))
+
+
+def _name_part(text: str) -> str:
+    # File names carry the identity for people; the records carry it for audit. A host name is
+    # whatever the system says, so anything but [A-Za-z0-9._] becomes '_' in the name.
+    return "".join(c if c.isascii() and (c.isalnum() or c in "._") else "_" for c in text)[:64] or "_"
+
+
+def file_stem(ident: "dict[str, Any] | None" = None) -> str:
+    """``<host>-<boot id>-<pid namespace>-<start>-<pid>``: unique per process across hosts and containers."""
+    ident = identity() if ident is None else ident
+    return "-".join(_name_part(str(ident[k])) for k in ("host", "boot_id", "pidns", "start", "pid"))
+
+
+def process_file_name(ident: "dict[str, Any] | None" = None) -> str:
+    return f"{FILE_PREFIX}{file_stem(ident)}{FILE_SUFFIX}"
+
+
+def reads_file_name(ident: "dict[str, Any] | None" = None) -> str:
+    return f"{READS_PREFIX}{file_stem(ident)}{FILE_SUFFIX}"
+
+
+def open_record_file(run_dir: str, name: str) -> int:
+    """Create ``name`` in the launch directory ``run_dir`` and return a write descriptor (the one rule set).
+
+    The directory is opened with ``O_NOFOLLOW`` (a launch directory replaced by a symlink is
+    refused) and checked on the opened descriptor: a directory of ours that group and others cannot
+    write. The file is created relative to that descriptor with ``O_EXCL | O_NOFOLLOW | O_NONBLOCK``:
+    whatever is already at the name (planted FIFO, symlink, hard link, a file with lines) is refused,
+    nothing blocks, and the new file is 0600 with one link. Raises OSError or AuditError saying why.
+    """
+    dir_fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        check_dir_stat(run_dir, os.fstat(dir_fd))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+        except FileExistsError:
+            raise AuditError(
+                f"{os.path.join(run_dir, name)} already exists: records are only ever written to a file this process "
+                "created (something else put it there); refusing to use it"
+            ) from None
+    finally:
+        os.close(dir_fd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.getuid():
+        os.close(fd)
+        raise AuditError(f"{os.path.join(run_dir, name)} is not a new private file; refusing to use it")
+    return fd
 
 
 def write_launch_meta(run_dir: "str | Path", meta: "dict[str, Any]") -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 from sglang_eagle_nccl.contract.hook_target import TargetNames
+from sglang_eagle_nccl.contract.versions import in_range, parse, public
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,88 +35,10 @@ INDEX_NAME = "index.json"
 FORMAT = 1
 
 HOOK_FIELDS = ("target", "kind", "handler", "required", "params", "versions", "when", "mechanism", "process")
-SET_FIELDS = ("id", "title", "versions", "tested_through", "mechanism", "sglang_writes", "correctness_writes", "notes")
-
-
-# --- version ranges -------------------------------------------------------------------------------
-
-_COMPARISONS = {
-    ">=": lambda v, b: v >= b,
-    "<=": lambda v, b: v <= b,
-    ">": lambda v, b: v > b,
-    "<": lambda v, b: v < b,
-    "==": lambda v, b: v == b,
-    "!=": lambda v, b: v != b,
-}
-
-
-def _plain(version: Version) -> bool:
-    return version.epoch == 0 and version.pre is None and version.post is None and version.dev is None and version.local is None
-
-
-def release_of(version: Version) -> Version | None:
-    """``version`` as a plain release (a local label such as ``+cu130`` dropped), or None.
-
-    None for pre-releases, dev builds, post releases and epochs: how those select a patch set is
-    ``patchsets``' policy, and the index leaves them to it.
-    """
-    if version.epoch or version.pre is not None or version.post is not None or version.dev is not None:
-        return None
-    if version.local is None:
-        return version
-    from packaging.version import Version
-
-    return Version(version.public)
-
-
-def _contains_plain(spec: str, release: Version) -> bool | None:
-    """``spec`` contains the plain release ``release``, or None when packaging must decide.
-
-    For a plain release against plain-release bounds, every special case of PEP 440's
-    comparisons (pre-releases of the bound for ``<``, post and local releases for ``>``, local
-    labels for ``==``) is out of play and each clause is the plain ordering of versions, which
-    is what ``SpecifierSet.contains(v, prereleases=True)`` computes. Anything else (``~=``,
-    wildcards, pre/post/dev/local bounds) goes to ``packaging`` itself: importing
-    ``packaging.specifiers`` alone costs ~20 M instructions, in every process.
-    """
-    from packaging.version import InvalidVersion, Version
-
-    for clause in spec.split(","):
-        clause = clause.strip()
-        if not clause:
-            return None
-        op = clause[:2] if clause[:2] in _COMPARISONS else clause[:1]
-        if op not in _COMPARISONS or clause.startswith(("===", "~=")):
-            return None
-        text = clause[len(op):].strip()
-        if "*" in text:
-            return None
-        try:
-            bound = Version(text)
-        except InvalidVersion:
-            return None
-        if not _plain(bound):
-            return None
-        if not _COMPARISONS[op](release, bound):
-            return False
-    return True
-
-
-def contains(spec: str, version: Version) -> bool:
-    """``SpecifierSet(spec).contains(version, prereleases=True)``, without importing it when it need not.
-
-    A local label changes none of these comparisons against plain bounds (packaging compares the
-    public version, and excludes local builds of the bound itself from ``>``), so a local build
-    is answered as its public release.
-    """
-    release = release_of(version)
-    if release is not None:
-        fast = _contains_plain(spec, release)
-        if fast is not None:
-            return fast
-    from packaging.specifiers import SpecifierSet
-
-    return SpecifierSet(spec).contains(version, prereleases=True)
+SET_FIELDS = ("id", "title", "versions", "tested_through", "tested", "mechanism", "sglang_writes", "correctness_writes",
+              "notes")
+# Read by the compatibility matrix and doctor, never at start-up: the index leaves them out.
+OFFLINE_HOOK_FIELDS = ("relies_on",)
 
 
 # --- the runtime's view of a manifest ----------------------------------------------------------
@@ -140,7 +63,7 @@ class IndexedHook(TargetNames):
         self.process = process
 
     def applies_to(self, version: Version) -> bool:
-        return self.versions is None or contains(self.versions, version)
+        return self.versions is None or in_range(self.versions, version)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -162,6 +85,7 @@ class IndexedPatchSet:
         self.title: str = data["title"]
         self.versions: str = data["versions"]
         self.tested_through: str = data["tested_through"]
+        self.tested: tuple[str, ...] = tuple(data["tested"])
         self.mechanism: str = data["mechanism"]
         self.sglang_writes: tuple[str, ...] = tuple(data["sglang_writes"])
         self.correctness_writes: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
@@ -172,10 +96,9 @@ class IndexedPatchSet:
         self.path = path
 
     def contains(self, version: Version) -> bool:
-        return contains(self.versions, version)
+        return in_range(self.versions, version)
 
     def hooks_for(self, version: Version, *, cli: bool | None = None) -> list[IndexedHook]:
-        version = release_of(version) or version  # a local label changes no range (see contains)
         hooks = [h for h in self.hooks if h.applies_to(version)]
         if cli is not None:
             hooks = [h for h in hooks if cli or h.when != "cli"]
@@ -258,26 +181,26 @@ def _read(folder: str) -> tuple[IndexedPatchSet, ...] | None:
 def select(version: str, directory: str | None = None) -> IndexedSelection | None:
     """The patch set a *tested* SGLang release selects, from the index; None: ask ``patchsets``.
 
-    Only plain releases (a local label such as ``+cu130`` dropped) are answered here. None for
-    everything ``patchsets.select`` has more to say about: no usable index, a version that does
-    not parse, a pre-release, dev build or post release, a version no set contains (its error),
-    a release newer than the set was proven on (the caller checks the targets in SGLang's
-    source with ``patchsets``).
+    Tested means this exact release (a local label such as ``+cu130`` dropped) is one of the
+    set's ``tested`` releases: the compatibility matrix checked its wheel. None for everything
+    ``patchsets.select`` has more to say about: no usable index, a version that does not parse,
+    a pre-release or dev build, a version no set contains (its error), a release the matrix
+    never checked (newer than the set was proven on, never published such as 0.5.0, or
+    published after this plugin was built): the caller checks the targets in SGLang's source.
     """
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion
 
     sets = load(directory)
-    if sets is None or len(version) > 64:
+    if sets is None:
         return None
     try:
-        release = release_of(Version(version))
-    except (InvalidVersion, ValueError):
+        v = parse(version)
+    except InvalidVersion:
         return None
-    if release is None:
+    if v.is_prerelease or v.is_devrelease or v.epoch:
         return None
+    release = str(public(v))
     for patch_set in sets:
-        if patch_set.contains(release):
-            if release > Version(patch_set.tested_through):
-                return None
-            return IndexedSelection(version, patch_set, "tested")
+        if patch_set.contains(v):
+            return IndexedSelection(version, patch_set, "tested") if release in patch_set.tested else None
     return None

@@ -8,7 +8,7 @@ interpreter start.
 # Set by the user (or by the plugin for the processes SGLang spawns): a built-in profile name,
 # a TOML file, or a bare "1"/"on" meaning "enabled with the other variables below".
 ENV_ENABLE = "SGLANG_EAGLE_NCCL"
-# The resolved profile in the one wire format (profile/wire.py), written by the launcher for the
+# The resolved profile in the one wire format (contract/handoff.py), written by the launcher for the
 # processes it starts: they re-create exactly the same profile without re-reading files.
 ENV_PROFILE = "SGLANG_EAGLE_NCCL_PROFILE"
 # Extra KEY=VALUE settings (whitespace separated), like repeated --nccl-env flags.
@@ -27,10 +27,12 @@ ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
 
 # Every variable a profile is resolved from. The serialised profile records their values so that a
 # process whose inputs differ (a stale SGLANG_EAGLE_NCCL_PROFILE in a shell) refuses instead of
-# silently applying the old profile.
+# silently applying the old profile. The node rank is not one of them: it selects which of the
+# profile's [nodes.<rank>.env] sections a process applies, not what the profile is, and one hand-off
+# serves every node of a launch (Ray actors on several nodes, the pods of one Kubernetes env list).
 INPUT_VARS = (
     ENV_ENABLE, ENV_ENV, ENV_AUDIT_DIR, ENV_ALLOW_PARTIAL, ENV_ALLOW_UNKNOWN, ENV_AUDIT_REQUIRED,
-    ENV_SGLANG_WINS, ENV_NCCL_VERSION, ENV_CONSISTENCY, ENV_CONSISTENCY_TIMEOUT, ENV_MECHANISM, ENV_NODE_RANK,
+    ENV_SGLANG_WINS, ENV_NCCL_VERSION, ENV_CONSISTENCY, ENV_CONSISTENCY_TIMEOUT, ENV_MECHANISM,
 )
 
 ENABLE_WORDS = frozenset({"1", "on", "true", "yes", "enable", "enabled"})
@@ -112,24 +114,3 @@ def nccl_snapshot(environ: object = None) -> dict[str, str]:
 
     env = os.environ if environ is None else environ
     return {k: v for k, v in env.items() if k.startswith(ALLOWED_PREFIXES)}  # type: ignore[attr-defined]
-
-
-def write_env(desired: dict[str, str], environ: object = None) -> list[tuple[str, str | None, str]]:
-    """The plugin's only environment writer: refuses any non-NCCL name before writing anything.
-
-    Returns ``(name, before, after)`` for every desired variable, in name order.
-    """
-    import os
-
-    env = os.environ if environ is None else environ
-    bad = sorted(k for k in desired if not is_allowed_name(k))
-    if bad:  # unreachable through validated profiles; kept so no caller can bypass it
-        raise ValueError(f"refusing to set non-NCCL variables: {', '.join(bad)}")
-    out = []
-    for name in sorted(desired):
-        before = env.get(name)  # type: ignore[attr-defined]
-        after = desired[name]
-        if before != after:
-            env[name] = after  # type: ignore[index]
-        out.append((name, before, after))
-    return out

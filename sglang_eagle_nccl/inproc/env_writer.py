@@ -1,20 +1,21 @@
-"""Writing a profile into ``os.environ``, and noticing when someone else wrote over it.
+"""What the hooks do to ``os.environ`` (apply a group's values, restore the profile over SGLang's writes),
+and noticing when someone else wrote over it.
 
-``os.environ[k] = v`` calls ``putenv``, so values written here are seen by NCCL's ``getenv`` in
-this process and inherited by every process spawned afterwards (nccl-env.md §8). The planning
-functions are pure; :func:`apply` and :func:`restore` are the only writers, and they refuse any
-name outside ``NCCL_*`` / ``TORCH_NCCL_*`` as a last line of defence.
+The planning and comparing functions here are pure; every write goes through the one writer,
+:mod:`sglang_eagle_nccl.inproc.boot.environ` (one guard: only the plugin's names, nothing a C
+environment cannot hold, all or nothing).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping, MutableMapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from sglang_eagle_nccl.contract.names import is_allowed_name, write_env
+from sglang_eagle_nccl.contract.names import is_allowed_name
 from sglang_eagle_nccl.contract.names import nccl_snapshot as nccl_snapshot
+from sglang_eagle_nccl.inproc.boot import environ as _writer
 
 ChangeKind = Literal["added", "changed", "unchanged", "removed"]
 
@@ -88,24 +89,19 @@ def _guard(names: Collection[str]) -> None:
         raise ValueError(f"refusing to set non-NCCL variables: {', '.join(sorted(bad))}")
 
 
-def apply(desired: Mapping[str, str], environ: MutableMapping[str, str] | None = None) -> ApplyReport:
-    """Write ``desired`` into the environment; return what was added / changed / unchanged."""
-    env = os.environ if environ is None else environ
-    return ApplyReport(tuple(Change(n, b, a) for n, b, a in write_env(dict(desired), env)))
+def apply(desired: Mapping[str, str]) -> ApplyReport:
+    """Write ``desired`` into the environment (NCCL names only); return what was added / changed / unchanged."""
+    _guard(desired)
+    return ApplyReport(tuple(Change(n, b, a) for n, b, a in _writer.write(dict(desired))))
 
 
-def put_back(saved: Mapping[str, str | None], environ: MutableMapping[str, str] | None = None) -> None:
+def put_back(saved: Mapping[str, str | None]) -> None:
     """Return variables to the values recorded in ``saved`` (None: the variable was unset).
 
-    Used after temporarily changing the environment (per-group overrides while a group is built,
-    the environment preflight hands its ranks at ``start()``); it only ever restores.
+    Used after temporarily changing the environment (per-group overrides while a group is built);
+    it only ever restores.
     """
-    env = os.environ if environ is None else environ
-    for name, value in saved.items():
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = value
+    _writer.put_back(saved)
 
 
 def diff(before: Mapping[str, str], after: Mapping[str, str]) -> list[Change]:
@@ -125,15 +121,9 @@ def find_overwrites(
     ]
 
 
-def restore(
-    desired: Mapping[str, str],
-    environ: MutableMapping[str, str] | None = None,
-    *,
-    keep: Collection[str] = (),
-) -> list[Overwrite]:
+def restore(desired: Mapping[str, str], *, keep: Collection[str] = ()) -> list[Overwrite]:
     """Re-apply ``desired`` over values someone else wrote since; report each overwrite."""
-    env = os.environ if environ is None else environ
     _guard(desired)
-    overwrites = find_overwrites(desired, env, keep=keep)
-    write_env({o.name: o.profile_value for o in overwrites if o.restored}, env)
+    overwrites = find_overwrites(desired, os.environ, keep=keep)
+    _writer.write({o.name: o.profile_value for o in overwrites if o.restored})
     return overwrites

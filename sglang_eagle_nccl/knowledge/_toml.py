@@ -66,3 +66,72 @@ def nesting_problem(text: str, limit: int) -> str | None:
             dots = 0
         i += 1
     return None
+
+
+def int_digit_limit() -> int:
+    """Python's limit on the digits ``int()`` converts from text (0: none); TOML and JSON readers
+    raise a bare ValueError beyond it."""
+    get = getattr(sys, "get_int_max_str_digits", None)
+    return get() if get is not None else 0
+
+
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_DIGITS = frozenset("0123456789")
+
+
+def long_integer_line(text: str, max_digits: int) -> int | None:
+    """The line of the first integer *value* written with more than ``max_digits`` digits, or None.
+
+    Python's TOML parser reads every integer with ``int()``, which refuses more than
+    :func:`int_digit_limit` digits with a ValueError that names no line; this scan finds the line
+    for the message. Lexical and linear, like :func:`nesting_problem`: strings and comments are
+    skipped, digits count only in a value (after ``=`` or inside a value's brackets, never in a
+    ``[table.header]`` or a bare key), and a run followed by ``.``/``e`` is a float (no limit).
+    """
+    i = 0
+    n = len(text)
+    line = 1
+    in_value = False
+    depth = 0  # brackets opened inside a value (arrays, inline tables) on this or earlier lines
+    while i < n:
+        c = text[i]
+        if c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if c in "\"'":
+            triple = text.startswith(c * 3, i)
+            quote = c * 3 if triple else c
+            j = i + len(quote)
+            while j < n:
+                if c == '"' and text[j] == "\\":
+                    j += 2
+                    continue
+                if text.startswith(quote, j) or (not triple and text[j] == "\n"):
+                    break
+                j += 1
+            line += text.count("\n", i, j)
+            i = j + len(quote) if j < n and text[j] != "\n" else j
+            continue
+        if c == "\n":
+            line += 1
+            in_value = depth > 0
+        elif c == "=":
+            in_value = True
+        elif c in "[{" and in_value:
+            depth += 1
+        elif c in "]}" and in_value and depth:
+            depth -= 1
+        elif c in _KEY_CHARS:
+            j = i
+            while j < n and text[j] in _KEY_CHARS:
+                j += 1
+            token = text[i:j].lstrip("+-")
+            if in_value and token and token[0] in _DIGITS and _DIGITS.issuperset(token.replace("_", "")):
+                is_float = j < n and text[j] in ".eE"
+                if not is_float and len(token.replace("_", "")) > max_digits:
+                    return line
+            i = j
+            continue
+        i += 1
+    return None

@@ -1,31 +1,24 @@
-"""ctypes access to the native NCCL plugins library (env plugin + tuner plugin, one ``.so``).
+"""The native NCCL plugins library for diagnostics: where it is, whether it can be used, what its tuner answers.
 
-The library is loaded from the exact path that ``NCCL_ENV_PLUGIN`` / ``NCCL_TUNER_PLUGIN`` name,
-so when NCCL dlopens that path it gets the instance Python configured (the dynamic loader
-returns the already loaded object). Configure it before the first NCCL call of the process:
-
-    lib = library.load()                       # NativeUnavailable(reason) when it cannot be used
-    lib.configure_env(values, groups, environment_wins)
-    lib.open_reads_log(path)                   # None, or the error text to report
-    lib.configure_tuner(rules)
-    ... os.environ["NCCL_ENV_PLUGIN"] = str(library.library_path())
-
-The module-level functions of the same names act on the default library (``load()``). Nothing
-heavy is imported at module level: ``doctor`` imports this to report availability.
+Built on the one binding (:mod:`.binding`): :func:`load` returns a :class:`NativeLibrary`, which adds
+to it the calls NCCL itself makes through the exported plugin structs (``call_tuner``, ``plugin_get_env``)
+and the explained answer of ``sglang-eagle-nccl tuner`` (``query_tuner``). A process's activation
+configures the library through the binding directly (``inproc/boot/native.py``); nothing here runs in an
+SGLang process unless a diagnostic asks.
 """
 
 from __future__ import annotations
 
-import ctypes
+import ctypes as _c
 import json
 import os
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl.contract.native_location import LIBRARY_FILE  # noqa: E402 - one name for both modules
+from sglang_eagle_nccl.contract.native_location import LIBRARY_FILE
 from sglang_eagle_nccl.knowledge.nccl.tuner_rules import (
     ALGORITHMS,
     COLLECTIVE_IDS,
@@ -35,87 +28,29 @@ from sglang_eagle_nccl.knowledge.nccl.tuner_rules import (
     rule_label,
 )
 from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rules_digest as _rules_digest
-from sglang_eagle_nccl.native.env_control import EnvControl, encode, errno_text
+from sglang_eagle_nccl.native import binding as _binding
+from sglang_eagle_nccl.native.abi import (
+    ENV_ABIS,
+    ENV_STRUCTS,
+    SIZE_T_MAX,
+    TUNER_ABI_SINCE,
+    TUNER_ABIS,
+    TUNER_STRUCTS,
+    UINT64_MAX,
+)
 
 HERE = Path(__file__).resolve().parent
 BUILD_INFO_FILE = "build_info.json"
-CONTROL_ABI = 1  # SEN_CONTROL_ABI in the C source
-ENV_ABIS = (1, 2)
-TUNER_ABIS = (2, 3, 4, 5, 6)
 NEWEST_TUNER_ABI = TUNER_ABIS[-1]
-_UINT64_MAX = (1 << 64) - 1
-# What each tuner ABI is for (src/plugin/tuner.cc picks the newest one a release knows).
-TUNER_ABI_SINCE = {2: "2.21", 3: "2.22", 4: "2.24", 5: "2.28", 6: "2.30"}
 # Cost table NCCL hands to v3+: float[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], 7 x 3 since 2.23.
 TABLE_ALGOS = len(ALGORITHMS)
 TABLE_PROTOS = len(PROTOCOLS)
 IGNORE = -1.0  # NCCL_ALGO_PROTO_IGNORE
+__all__ = ["ENV_ABIS", "TUNER_ABIS", "TUNER_ABI_SINCE", "NEWEST_TUNER_ABI", "TABLE_ALGOS", "TABLE_PROTOS", "IGNORE"]
 
 
 class NativeUnavailable(RuntimeError):
     """The native library cannot be used here; ``str()`` says why and how to fix it."""
-
-
-# --- ABI structs (see the C source for where each layout comes from) --------------------------------
-
-_c = ctypes
-_LOGGER = _c.c_void_p  # ncclDebugLogger_t; queries pass NULL
-_ENV_INIT_V1 = _c.CFUNCTYPE(_c.c_int, _c.c_uint8, _c.c_uint8, _c.c_uint8, _c.c_char_p)
-_ENV_INIT_V2 = _c.CFUNCTYPE(_c.c_int, _c.c_uint8, _c.c_uint8, _c.c_uint8, _c.c_char_p, _LOGGER)
-_ENV_FINALIZE = _c.CFUNCTYPE(_c.c_int)
-# c_void_p, not c_char_p: callers need the pointer itself (NCCL relies on it staying valid).
-_ENV_GET = _c.CFUNCTYPE(_c.c_void_p, _c.c_char_p)
-_INIT_V2 = _c.CFUNCTYPE(_c.c_int, _c.c_size_t, _c.c_size_t, _LOGGER, _c.POINTER(_c.c_void_p))
-_INIT_V5 = _c.CFUNCTYPE(
-    _c.c_int, _c.POINTER(_c.c_void_p), _c.c_uint64, _c.c_size_t, _c.c_size_t, _LOGGER, _c.c_void_p, _c.c_void_p
-)
-_INT_P = _c.POINTER(_c.c_int)
-_COLL_V2 = _c.CFUNCTYPE(
-    _c.c_int, _c.c_void_p, _c.c_int, _c.c_size_t, _c.c_int, _c.c_int, _c.c_int, _INT_P, _INT_P, _INT_P
-)
-_COLL_V3 = _c.CFUNCTYPE(_c.c_int, _c.c_void_p, _c.c_int, _c.c_size_t, _c.c_int, _c.c_void_p, _c.c_int, _c.c_int, _INT_P)
-_COLL_V4 = _c.CFUNCTYPE(
-    _c.c_int, _c.c_void_p, _c.c_int, _c.c_size_t, _c.c_int, _c.c_void_p, _c.c_int, _c.c_int, _c.c_int, _INT_P
-)
-_DESTROY = _c.CFUNCTYPE(_c.c_int, _c.c_void_p)
-_CHUNK = _c.CFUNCTYPE(
-    _c.c_int, _c.c_void_p, _c.c_int, _c.c_size_t, _c.c_int, _c.c_int, _c.c_int, _c.POINTER(_c.c_size_t)
-)
-
-
-class EnvPluginV1(_c.Structure):
-    _fields_ = [("name", _c.c_char_p), ("init", _ENV_INIT_V1), ("finalize", _ENV_FINALIZE), ("getEnv", _ENV_GET)]
-
-
-class EnvPluginV2(_c.Structure):
-    _fields_ = [("name", _c.c_char_p), ("init", _ENV_INIT_V2), ("finalize", _ENV_FINALIZE), ("getEnv", _ENV_GET)]
-
-
-class TunerV2(_c.Structure):
-    _fields_ = [("name", _c.c_char_p), ("init", _INIT_V2), ("getCollInfo", _COLL_V2), ("destroy", _DESTROY)]
-
-
-class TunerV3(_c.Structure):
-    _fields_ = [("name", _c.c_char_p), ("init", _INIT_V2), ("getCollInfo", _COLL_V3), ("destroy", _DESTROY)]
-
-
-class TunerV4(_c.Structure):
-    _fields_ = [("name", _c.c_char_p), ("init", _INIT_V2), ("getCollInfo", _COLL_V4), ("destroy", _DESTROY)]
-
-
-class TunerV5(_c.Structure):
-    _fields_ = [("name", _c.c_char_p), ("init", _INIT_V5), ("getCollInfo", _COLL_V4), ("finalize", _DESTROY)]
-
-
-class TunerV6(_c.Structure):
-    _fields_ = [
-        ("name", _c.c_char_p), ("init", _INIT_V5), ("getCollInfo", _COLL_V4), ("finalize", _DESTROY),
-        ("getChunkSize", _CHUNK),
-    ]
-
-
-ENV_STRUCTS: dict[int, type[_c.Structure]] = {1: EnvPluginV1, 2: EnvPluginV2}
-TUNER_STRUCTS: dict[int, type[_c.Structure]] = {2: TunerV2, 3: TunerV3, 4: TunerV4, 5: TunerV5, 6: TunerV6}
 
 
 # --- where the library is, and whether it can be used ---------------------------------------------------
@@ -247,51 +182,25 @@ class NativeLibrary:
     def __init__(self, path: Path):
         self.path = path
         try:
-            self._lib = _c.CDLL(str(path))
-        except OSError as exc:
-            raise NativeUnavailable(f"cannot load {path}: {exc}") from None
-        lib = self._lib
-        try:
-            lib.sen_abi_version.restype = _c.c_int
-            found = lib.sen_abi_version()
-        except AttributeError:
-            raise NativeUnavailable(f"{path} is not the sglang-eagle-nccl native library") from None
-        if found != CONTROL_ABI:
-            raise NativeUnavailable(f"{path} has control ABI {found}, this plugin needs {CONTROL_ABI} (reinstall)")
-        sigs: dict[str, tuple[Any, list[Any]]] = {
-            "sen_library_version": (_c.c_char_p, []),
-            "sen_env_reset": (None, []),
-            "sen_env_set": (_c.c_int, [_c.c_char_p, _c.c_char_p]),
-            "sen_env_set_group": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p]),
-            "sen_env_environment_wins": (_c.c_int, [_c.c_char_p]),
-            "sen_select_group": (_c.c_int, [_c.c_char_p]),
-            "sen_selected_group": (_c.c_int, [_c.c_char_p, _c.c_size_t]),
-            "sen_open_reads_log": (_c.c_int, [_c.c_char_p]),
-            "sen_reads_log_status": (_c.c_int, []),
-            "sen_reads_reset": (None, []),
-            "sen_flush_reads_counts": (_c.c_int, []),
-            "sen_env_plugin_abi": (_c.c_char_p, []),
-            "sen_nccl_version": (_c.c_int, [_c.c_char_p, _c.c_size_t]),
-            "sen_tuner_reset": (None, []),
-            "sen_tuner_add_rule": (
-                _c.c_int,
-                [_c.c_int, _c.c_uint64, _c.c_uint64, _c.c_uint64, _c.c_uint64, _c.c_uint64, _c.c_uint64,
-                 _c.c_char_p, _c.c_int, _c.c_int, _c.c_int],
-            ),
-            "sen_tuner_rule_count": (_c.c_int, []),
-            "sen_tuner_last_decision": (_c.c_int, [_INT_P]),
-        }
-        for name, (restype, argtypes) in sigs.items():
-            fn = getattr(lib, name)
-            fn.restype = restype
-            fn.argtypes = argtypes
-        self._env = EnvControl(lib, str(path))
+            self._binding = _binding.load(str(path))
+        except _binding.BindingError as exc:
+            raise NativeUnavailable(str(exc)) from None
+        self._lib = self._binding.lib
 
-    # -- identity --
+    def __getattr__(self, name: str) -> Any:
+        # The control calls (configure_env, select_group, set_reads_log_fd, flush_reads_counts ...) are the
+        # binding's; this class adds only what NCCL calls through the exported structs.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._binding, name)
+
+    @property
+    def binding(self) -> _binding.Binding:
+        """The one binding of this library: configuring values, rules, the reads log goes through it."""
+        return self._binding
 
     def library_version(self) -> str:
-        """Package version + source digest compiled in; ranks compare it (never the path)."""
-        return self._lib.sen_library_version().decode()
+        return self._binding.library_version()
 
     def exported_abis(self) -> dict[str, list[int]]:
         """Which ``ncclEnvPlugin_v*`` / ``ncclTunerPlugin_v*`` symbols this build exports."""
@@ -300,58 +209,7 @@ class NativeLibrary:
             "tuner": [v for v in TUNER_ABIS if hasattr(self._lib, f"ncclTunerPlugin_v{v}")],
         }
 
-    def env_plugin_info(self) -> tuple[str, str]:
-        """(ABI NCCL loaded: "v1"/"v2"/"none", NCCL version NCCL announced to init or "")."""
-        buf = _c.create_string_buffer(64)
-        self._lib.sen_nccl_version(buf, len(buf))
-        return self._lib.sen_env_plugin_abi().decode(), buf.value.decode()
-
-    # -- env plugin --
-
-    # -- env plugin (the same binding activation uses at interpreter start) --
-
-    def configure_env(
-        self,
-        values: Mapping[str, str],
-        groups: Mapping[str, Mapping[str, str]] | None = None,
-        environment_wins: Collection[str] = (),
-    ) -> None:
-        """Replace the profile the env plugin serves: process-wide ``values``, per-group values
-        (served while that group's label is selected), and names the environment wins for.
-
-        Call it before the process's first NCCL call: NCCL reading while the old profile is
-        being replaced could see part of each."""
-        self._env.configure(values, groups, environment_wins)
-
-    def select_group(self, label: str | None) -> None:
-        """Select the group whose communicator is about to be created (None clears)."""
-        self._env.select_group(label)
-
-    def selected_group(self) -> str | None:
-        buf = _c.create_string_buffer(256)
-        n = self._lib.sen_selected_group(buf, len(buf))
-        if n < 0:
-            return None
-        if n >= len(buf):
-            buf = _c.create_string_buffer(n + 1)
-            self._lib.sen_selected_group(buf, len(buf))
-        return os.fsdecode(buf.value)
-
-    def open_reads_log(self, path: str | os.PathLike[str]) -> str | None:
-        """Open this process's log of what NCCL read. None on success, else the error to report."""
-        return self._env.open_reads_log(path)
-
-    def reads_log_error(self) -> str | None:
-        """None while the log is open and every write succeeded, else what went wrong."""
-        return self._env.reads_log_error()
-
-    def reset_reads(self) -> None:
-        """Close the reads log and forget recorded reads (what a forked child starts with)."""
-        self._lib.sen_reads_reset()
-
-    def flush_reads_counts(self) -> str | None:
-        """Append the cumulative counts line; None, or the error text (see reads_log_error)."""
-        return self._env.flush_reads_counts()
+    # -- env plugin, as NCCL calls it --
 
     def plugin_get_env(self, name: str, abi: int = 2) -> tuple[str | None, int]:
         """Ask the exported ``ncclEnvPlugin_v<abi>`` for ``name`` exactly as NCCL does.
@@ -360,7 +218,7 @@ class NativeLibrary:
         tests and diagnostics, not for activation.
         """
         plugin = self.env_struct(abi)
-        address = plugin.getEnv(encode(name, "variable name"))
+        address = plugin.getEnv(_binding.encode(name, "variable name"))
         if not address:
             return None, 0
         return os.fsdecode(_c.string_at(address)), address
@@ -374,23 +232,8 @@ class NativeLibrary:
 
     def configure_tuner(self, rules: Sequence[TunerRule]) -> None:
         """Replace the tuner's rules (first match wins, in this order)."""
-        lib = self._lib
-        lib.sen_tuner_reset()
-        for i, rule in enumerate(rules):
-            lo_r, hi_r = rule.nranks or (1, None)
-            lo_n, hi_n = rule.nnodes or (1, None)
-            rc = lib.sen_tuner_add_rule(
-                rule.collective_id, rule.min_bytes, _UINT64_MAX if rule.max_bytes is None else rule.max_bytes,
-                lo_r, _UINT64_MAX if hi_r is None else hi_r, lo_n, _UINT64_MAX if hi_n is None else hi_n,
-                None if rule.group is None else encode(rule.group, "group label"),
-                rule.algorithm_id, rule.protocol_id, rule.channels or 0,
-            )
-            if rc < 0:
-                lib.sen_tuner_reset()
-                raise ValueError(f"native tuner refused {rule_label(i)} ({rule.describe()}): {errno_text(-rc)}")
-
-    def tuner_rule_count(self) -> int:
-        return self._lib.sen_tuner_rule_count()
+        self._binding.configure_tuner([rule_args(r) for r in rules], [f"{rule_label(i)} ({r.describe()})"
+                                                                      for i, r in enumerate(rules)])
 
     def tuner_struct(self, abi: int) -> Any:
         if abi not in TUNER_STRUCTS or not hasattr(self._lib, f"ncclTunerPlugin_v{abi}"):
@@ -453,11 +296,10 @@ class NativeLibrary:
                     algorithm, protocol = divmod(chosen[0], num_proto)
             if rc:
                 raise RuntimeError(f"ncclTunerPlugin_v{abi}.getCollInfo returned {rc}")
-            applied = _c.c_int(0)
-            rule_index = self._lib.sen_tuner_last_decision(_c.byref(applied))
+            rule_index, applied = self._binding.last_decision()
         finally:
             (plugin.destroy if abi <= 4 else plugin.finalize)(ctx)
-        return TunerCall(abi, before, after, algorithm, protocol, nch.value, rule_index, bool(applied.value))
+        return TunerCall(abi, before, after, algorithm, protocol, nch.value, rule_index, applied)
 
     def query_tuner(
         self, abi: int, collective: str, nbytes: int, nranks: int, nnodes: int = 1, group: str | None = None
@@ -473,14 +315,15 @@ class NativeLibrary:
             raise ValueError(f"unknown collective {collective!r}: use one of {', '.join(COLLECTIVES)}")
         if abi not in TUNER_ABIS:
             raise ValueError(f"tuner ABI must be one of {', '.join(map(str, TUNER_ABIS))}, not {abi}")
-        if nbytes < 0 or nranks < 1 or nnodes < 1:
-            raise ValueError("bytes must be >= 0, ranks and nodes >= 1")
-        previous = self.selected_group()
-        self.select_group(group)
+        # NCCL asks with size_t values: a question it cannot ask has no answer (ctypes would wrap it).
+        if not (0 <= nbytes <= SIZE_T_MAX and 1 <= nranks <= SIZE_T_MAX and 1 <= nnodes <= SIZE_T_MAX):
+            raise ValueError(f"bytes must be 0..{SIZE_T_MAX}, ranks and nodes 1..{SIZE_T_MAX} (NCCL's size_t)")
+        previous = self._binding.selected_group()
+        self._binding.select_group(group)
         try:
             call = self.call_tuner(abi, COLLECTIVE_IDS[name], nbytes, nranks, nnodes)
         finally:
-            self.select_group(previous)
+            self._binding.select_group(previous)
         applied = call.applied and call.algorithm >= 0 and call.protocol >= 0
         return QueryResult(
             abi=abi, collective=name, nbytes=nbytes, nranks=nranks, nnodes=nnodes, group=group,
@@ -492,45 +335,16 @@ class NativeLibrary:
         )
 
 
-# --- the default library, as plain functions --------------------------------------------------------------
+# --- helpers ---------------------------------------------------------------------------------------------
 
 
-def configure_env(
-    values: Mapping[str, str],
-    groups: Mapping[str, Mapping[str, str]] | None = None,
-    environment_wins: Collection[str] = (),
-) -> None:
-    load().configure_env(values, groups, environment_wins)
-
-
-def select_group(label: str | None) -> None:
-    load().select_group(label)
-
-
-def open_reads_log(path: str | os.PathLike[str]) -> str | None:
-    return load().open_reads_log(path)
-
-
-def reads_log_error() -> str | None:
-    return load().reads_log_error()
-
-
-def flush_reads_counts() -> str | None:
-    return load().flush_reads_counts()
-
-
-def configure_tuner(rules: Sequence[TunerRule]) -> None:
-    load().configure_tuner(rules)
-
-
-def library_version() -> str:
-    return load().library_version()
-
-
-def query_tuner(
-    abi: int, collective: str, nbytes: int, nranks: int, nnodes: int = 1, group: str | None = None
-) -> QueryResult:
-    return load().query_tuner(abi, collective, nbytes, nranks, nnodes, group)
+def rule_args(rule: TunerRule) -> _binding.RuleArgs:
+    """A validated rule as the numbers the C tuner takes (the bounds are checked by the binding)."""
+    lo_r, hi_r = rule.nranks or (1, None)
+    lo_n, hi_n = rule.nnodes or (1, None)
+    return (rule.collective_id, rule.min_bytes, UINT64_MAX if rule.max_bytes is None else rule.max_bytes,
+            lo_r, UINT64_MAX if hi_r is None else hi_r, lo_n, UINT64_MAX if hi_n is None else hi_n,
+            rule.group, rule.algorithm_id, rule.protocol_id, rule.channels or 0)
 
 
 def rules_digest(rules: Sequence[TunerRule]) -> str:

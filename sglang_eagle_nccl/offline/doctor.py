@@ -12,11 +12,11 @@ import pwd
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from sglang_eagle_nccl import __version__
+from sglang_eagle_nccl.contract.versions import installed_sglang_version, installed_version
 from sglang_eagle_nccl.inproc.env_writer import nccl_snapshot
 from sglang_eagle_nccl.inproc.hooks.patching import PLUGIN_NAME, entry_point_allowed
 from sglang_eagle_nccl.knowledge.sglang import patchsets
@@ -24,10 +24,8 @@ from sglang_eagle_nccl.offline.native_status import format_native_status, native
 
 
 def package_version(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
+    """The installed version of a distribution; SGLang's through the one lookup every gate uses."""
+    return installed_sglang_version() if name == "sglang" else installed_version(name)
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,8 @@ def parse_conf_text(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     """NCCL's conf-file rules: ``NAME=value``, split at the first '=', no trimming.
 
     NCCL 2.26+ skips lines starting with '#'; older NCCL sets a variable literally named
-    ``#FOO``. A space around '=' ends up inside the name or value (nccl-env.md §2).
+    ``#FOO``. A space around '=' ends up inside the name or value (NCCL ``src/misc/param.cc``
+    ``setEnvFile``: split at the first '=', nothing trimmed).
     """
     values: list[tuple[str, str]] = []
     problems: list[str] = []
@@ -67,6 +66,10 @@ def parse_conf_text(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     return values, problems
 
 
+# An NCCL conf file is a handful of NAME=value lines; the cap only bounds a wrong path.
+MAX_CONF_BYTES = 1024 * 1024
+
+
 def conf_files(environ: Mapping[str, str] | None = None) -> list[ConfFile]:
     env = os.environ if environ is None else environ
     files: list[tuple[str, str]] = []
@@ -80,17 +83,21 @@ def conf_files(environ: Mapping[str, str] | None = None) -> list[ConfFile]:
             home = env.get("HOME", "~")
         files.append((os.path.join(home, ".nccl.conf"), "~/.nccl.conf"))
     files.append(("/etc/nccl.conf", "/etc/nccl.conf"))
+    from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
+
     out = []
     for path, role in files:
-        p = Path(path)
-        if not p.is_file():
+        if not os.path.exists(path):  # a dangling symlink too: NCCL's fopen fails and it reads nothing
             out.append(ConfFile(path, role, False))
             continue
         try:
-            values, problems = parse_conf_text(p.read_text("utf-8", errors="replace"))
-        except OSError as exc:
-            out.append(ConfFile(path, role, True, (), (f"unreadable: {exc.strerror}",)))
+            # NCCL_CONF_FILE comes from the environment: a FIFO there must not make doctor wait
+            # forever, nor a device read without end. NCCL itself follows symlinks (fopen).
+            data = read_regular_file(path, MAX_CONF_BYTES, follow_symlinks=True)
+        except UnreadableFile as exc:
+            out.append(ConfFile(path, role, True, (), (f"unreadable: {exc.reason}",)))
             continue
+        values, problems = parse_conf_text(data.decode("utf-8", errors="replace"))
         out.append(ConfFile(path, role, True, tuple(values), tuple(problems)))
     return out
 
@@ -182,6 +189,7 @@ def run_doctor(profile: Any = None, problems: list[str] | None = None) -> Doctor
                 "patch_set": sel.patch_set.id,
                 "title": sel.patch_set.title,
                 "status": sel.status,
+                "why_untested": sel.why_untested,
                 "mechanism": sel.patch_set.mechanism,
                 "sglang_writes": list(sel.patch_set.sglang_writes),
             }
@@ -244,6 +252,8 @@ def format_doctor(report: DoctorReport) -> str:
         s = report.selection
         lines.append(f"Patch set: {s['patch_set']} ({s['status']}, via {s['mechanism']})")
         lines.append(f"  {s['title']}")
+        if s.get("why_untested"):
+            lines.append(f"  untested: {s['why_untested']}; every hook target below was checked in its source")
         if s["sglang_writes"]:
             lines.append(f"  SGLang itself writes: {', '.join(s['sglang_writes'])}")
         for t in report.targets:

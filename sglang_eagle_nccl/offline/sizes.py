@@ -12,7 +12,7 @@ EAGLE verify step ``num_draft_tokens`` per request, a prefill chunk up to ``chun
 For a 7168-wide bf16 model that is 14 KiB per token: decode and verify are KiB to a few MiB,
 prefill chunks tens of MiB, which is why one global NCCL protocol choice fits neither well.
 
-:func:`predict_path` walks SGLang's dispatch order (``audit/data/allreduce_paths.toml``) for one
+:func:`predict_path` walks SGLang's dispatch order (``knowledge/sglang/data/allreduce_paths.toml``) for one
 message size and says which implementation would carry it: a prediction from SGLang's own
 thresholds and defaults, not a measurement; where the answer depends on hardware (NVLink or PCIe,
 GPU generation, world size) it says so. The audit's per-group record (``describe_group``) shows
@@ -25,6 +25,7 @@ per problem.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,23 +103,58 @@ class ModelShape:
         }
 
 
+# Counts SGLang keeps in C ints (batch sizes, token counts, hidden sizes): larger ones are no model's
+# and would make byte counts whose decimal text Python refuses to print (over 4300 digits).
+MAX_COUNT = 2**31 - 1
+# A Hugging Face config.json is a few KiB (the largest multimodal ones tens of KiB); the cap only
+# bounds what a wrong path (a weights file, a log) can make this command read.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?')
+
+
+def _long_integer_line(text: str, max_digits: int) -> int | None:
+    """Line of the first JSON integer with more than ``max_digits`` digits (strings skipped)."""
+    for m in _JSON_TOKEN.finditer(text):
+        token = m.group()
+        if token[0] != '"' and token.lstrip("-").isdigit() and len(token.lstrip("-")) > max_digits:
+            return text.count("\n", 0, m.start()) + 1
+    return None
+
+
 def _load_config(config: Mapping[str, Any] | str | Path) -> tuple[dict[str, Any], str]:
+    from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
+
     if isinstance(config, Mapping):
         return dict(config), "config"
     path = Path(config)
     if path.is_dir():
         path = path / "config.json"
     shown = str(config)
+    if not path.exists() and not path.is_symlink():
+        raise SizesError([error("--model-config", shown, "no such file (expected a model's config.json or its directory)", "pass the path of the target model's config.json")])
     try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        raise SizesError([error("--model-config", shown, "no such file (expected a model's config.json or its directory)", "pass the path of the target model's config.json")]) from None
-    except OSError as exc:
-        raise SizesError([error("--model-config", shown, f"cannot be read ({exc.strerror or exc})", "pass a readable config.json")]) from None
+        # A regular file only, bounded: a FIFO is refused at once instead of waited on, /dev/zero
+        # instead of read without end.
+        raw = read_regular_file(str(path), MAX_CONFIG_BYTES, follow_symlinks=True)
+        text = raw.decode("utf-8")
+    except UnreadableFile as exc:
+        raise SizesError([error("--model-config", shown, f"cannot be read ({exc.reason})", "pass the model's config.json (a regular file)")]) from None
+    except UnicodeDecodeError as exc:
+        raise SizesError([error("--model-config", shown, f"is not UTF-8 text (byte {exc.start})", "pass the model's Hugging Face config.json unchanged")]) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SizesError([error("--model-config", shown, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", "pass the model's Hugging Face config.json unchanged")]) from None
+    except (ValueError, RecursionError) as exc:
+        # json converts integers with int(), which refuses more digits than Python's limit with a
+        # bare ValueError (no line); nesting thousands deep ends in a RecursionError.
+        from sglang_eagle_nccl.knowledge._toml import int_digit_limit
+
+        limit = int_digit_limit()
+        line = _long_integer_line(text, limit) if limit and not isinstance(exc, RecursionError) else None
+        why = (f"has an integer of more than {limit} digits on line {line}" if line
+               else "nests too deeply or holds a number Python cannot read")
+        raise SizesError([error("--model-config", shown, f"is not a usable JSON file: it {why}", "pass the model's Hugging Face config.json unchanged")]) from None
     if not isinstance(data, dict):
         raise SizesError([error("--model-config", shown, f"holds a JSON {type(data).__name__}, not an object", "pass the model's Hugging Face config.json")])
     return data, shown
@@ -169,8 +205,9 @@ def model_shape(config: Mapping[str, Any] | str | Path, dtype: str = "auto") -> 
             f"{shown}: neither the config nor its text sub-config ({', '.join(_TEXT_CONFIG_KEYS)}) has hidden_size",
             "pass the config.json of the language model that SGLang serves (for an EAGLE server, the target model's)",
         ))
-    elif isinstance(hidden, bool) or not isinstance(hidden, int) or hidden <= 0:
-        problems.append(error(hidden_key or "hidden_size", str(hidden), f"{shown}: must be a positive integer", "pass an unmodified Hugging Face config.json"))
+    elif isinstance(hidden, bool) or not isinstance(hidden, int) or not 0 < hidden <= MAX_COUNT:
+        problems.append(error(hidden_key or "hidden_size", _shown(hidden), f"{shown}: must be a positive integer up to {MAX_COUNT}",
+                              "pass an unmodified Hugging Face config.json"))
 
     if dtype is None:
         dtype = "auto"
@@ -593,11 +630,18 @@ def predict_path(sglang_version: str, nbytes: int, tp_size: int, flags: Mapping[
 # --------------------------------------------------------------------------------------------------
 
 
+def _shown(value: Any) -> str:
+    # str() of an int over 4300 digits raises; such a number is shown by its size instead.
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"(an integer of {value.bit_length()} bits)"
+    return str(value)
+
+
 def _positive(name: str, value: Any, fix: str, problems: list[Finding], *, allow_none: bool = True) -> int | None:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        problems.append(error(name, str(value), "must be a positive integer", fix))
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        problems.append(error(name, _shown(value), f"must be a positive integer up to {MAX_COUNT}", fix))
         return None
     return value
 
@@ -630,8 +674,8 @@ def size_report(
     steps = _positive("--speculative-num-steps", num_steps, "pass SGLang's --speculative-num-steps, e.g. 3", problems)
     max_bs = _positive("--cuda-graph-max-bs", cuda_graph_max_bs, "pass SGLang's --cuda-graph-max-bs", problems)
     chunk = chunked_prefill_size
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk == 0 or chunk < -1):
-        problems.append(error("--chunked-prefill-size", str(chunk), "must be a positive integer, or -1 (chunking off)", "pass SGLang's --chunked-prefill-size, e.g. 8192"))
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk == 0 or not -1 <= chunk <= MAX_COUNT):
+        problems.append(error("--chunked-prefill-size", _shown(chunk), "must be a positive integer, or -1 (chunking off)", "pass SGLang's --chunked-prefill-size, e.g. 8192"))
     # The tensor's dtype is the model's (set per phase below); cuda_graph / piecewise_cuda_graph say
     # how decode-like steps and prefill run and are turned into a per-phase mode.
     user_flags = {k: v for k, v in (flags or {}).items() if str(k).lstrip("-").replace("-", "_").lower() != "dtype"}

@@ -10,7 +10,8 @@ from sglang_eagle_nccl.profile.policy import Policy
 
 Pairs = tuple[tuple[str, str], ...]
 
-# SGLang's GroupCoordinator group names, any version (sglang-internals.md §7b). A group section
+# SGLang's GroupCoordinator group names, any version (the group_name arguments of
+# srt/distributed/parallel_state.py and layers/dp_attention.py, 0.4.3 - 0.5.23). A group section
 # for another name is allowed (new SGLang releases add groups) but warned about.
 KNOWN_GROUPS = (
     "world", "tp", "pp", "attention_tp", "attn_tp", "moe_ep", "moe_tp", "moe_dp", "pdmux_prefill_tp",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from sglang_eagle_nccl.contract.findings import ProfileError, error
+from sglang_eagle_nccl.contract.names import ENV_PROFILE, ENV_ROOT_PID
 from sglang_eagle_nccl.knowledge.nccl.parsing import (
     AUDIT_DIR_PLACEHOLDER,
     PLACEHOLDER_VARIABLES,
@@ -65,7 +66,8 @@ def expand_placeholders(name: str, value: str, run_dir: str | None) -> str:
                 name, value,
                 f"the launch directory {run_dir!r} is not an absolute path, so {AUDIT_DIR_PLACEHOLDER} cannot "
                 "be expanded safely",
-                "let the plugin create the launch directory (do not set SGLANG_EAGLE_NCCL_RUN_DIR by hand)",
+                f"let the plugin create the launch directory: it travels in {ENV_PROFILE}, which only a launcher "
+                f"writes (unset {ENV_PROFILE} {ENV_ROOT_PID} and start the process through a launch)",
             )
         ])
     return os.path.join(run_dir.replace("%", "%%"), rest)

@@ -204,7 +204,7 @@ def validate_layer(
 def _check_tuner_rules(merged: _Layer, findings: list[Finding]) -> list[Any]:
     """Parse and check the ``[[tuner.rules]]`` of a merged layer (against the profile's own
     NCCL_PROTO / NCCL_ALGO, and each group's where a rule names a group that overrides them)."""
-    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import check_rules, parse_rules
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import ShadowBudget, check_rules, parse_rules
 
     rules: list[Any] = []
     for raw, source in merged.tuner_rules:
@@ -214,12 +214,14 @@ def _check_tuner_rules(merged: _Layer, findings: list[Finding]) -> list[Any]:
     if len(rules) != len(merged.tuner_rules):
         return rules
     env = merged.env
-    findings += check_rules(rules, env.get("NCCL_PROTO"), env.get("NCCL_ALGO"))
+    budget = ShadowBudget()  # one bound for the whole profile, group re-checks included
+    findings += check_rules(rules, env.get("NCCL_PROTO"), env.get("NCCL_ALGO"), budget)
     for group, genv in merged.groups.items():
         mine = [r for r in rules if r.group == group]
         if mine and ("NCCL_PROTO" in genv or "NCCL_ALGO" in genv):
             findings += [
-                f for f in check_rules(mine, genv.get("NCCL_PROTO", env.get("NCCL_PROTO")), genv.get("NCCL_ALGO", env.get("NCCL_ALGO")))
+                f for f in check_rules(mine, genv.get("NCCL_PROTO", env.get("NCCL_PROTO")),
+                                       genv.get("NCCL_ALGO", env.get("NCCL_ALGO")), budget)
                 if f.severity == "error"
             ]
     return rules

@@ -111,32 +111,35 @@ def _env_table(obj: Any, where: str, source: str, findings: list[Finding]) -> di
     return out
 
 
-def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) -> tuple[_Layer, list[Finding]]:
-    """Read one TOML profile document (data only: nothing in it is executed; the one placeholder,
-    ``{audit_dir}`` at the start of NCCL_DEBUG_FILE, is expanded later by the plugin).
+def parse_toml_document(text: str, source: str, *, what: str = "profile") -> tuple[dict[str, Any] | None, list[Finding]]:
+    """A TOML document from outside (a profile, a rules file) as data, or None and the one finding why.
 
-    A UTF-8 byte-order mark at the start is accepted and ignored: Windows editors write one, it
-    carries no meaning in TOML, and refusing it would only produce a puzzling "invalid
-    statement at line 1, column 1".
+    Bounded before the parser sees it (size, nesting: :func:`~sglang_eagle_nccl.knowledge._toml.nesting_problem`),
+    and every way the parser can fail ends in a finding that names ``source`` and, where the parser
+    or a scan can tell, the line: malformed TOML, an integer beyond Python's digit limit (a bare
+    ValueError from ``int()``), a recursion. A UTF-8 byte-order mark at the start is ignored.
     """
-    from sglang_eagle_nccl.knowledge._toml import TOMLDecodeError, nesting_problem
+    from sglang_eagle_nccl.knowledge._toml import (
+        TOMLDecodeError,
+        int_digit_limit,
+        long_integer_line,
+        nesting_problem,
+    )
     from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 
-    findings: list[Finding] = []
-    layer = _Layer()
     if text.startswith(UTF8_BOM):
         text = text[len(UTF8_BOM) :]
     if len(text) > MAX_PROFILE_BYTES:
-        return layer, [
+        return None, [
             error(
                 source, None,
-                f"the profile is {len(text)} characters long, over the {MAX_PROFILE_BYTES // 1024} KiB limit",
-                "a profile is a short TOML file: keep only the NCCL settings and policy it needs",
+                f"the {what} is {len(text)} characters long, over the {MAX_PROFILE_BYTES // 1024} KiB limit",
+                f"a {what} is a short TOML file: keep only the NCCL settings and policy it needs",
             )
         ]
     deep = nesting_problem(text, MAX_TOML_NESTING)
     if deep:
-        return layer, [
+        return None, [
             error(
                 source, None,
                 f"the TOML document nests too deeply: {deep} (a profile needs at most 3 levels, "
@@ -145,11 +148,40 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
             )
         ]
     try:
-        doc = toml_loads(text)
+        return toml_loads(text), []
     except TOMLDecodeError as exc:
-        return layer, [error(source, None, f"malformed TOML: {exc}", "fix the TOML syntax (see the line/column above)")]
+        return None, [error(source, None, f"malformed TOML: {exc}", "fix the TOML syntax (see the line/column above)")]
+    except ValueError:
+        # tomllib converts integers with int(), which refuses more digits than Python's limit
+        # (4300 by default) with a ValueError of its own, not a TOMLDecodeError.
+        limit = int_digit_limit()
+        line = long_integer_line(text, limit) if limit else None
+        where = f" on line {line}" if line else ""
+        return None, [
+            error(
+                source, None,
+                f"an integer{where} has more than {limit} digits, more than Python reads (and far more than "
+                "the 64 bits NCCL reads a number into)",
+                "write a number that fits in 64 bits (or quote it as a string if it is not a number)",
+            )
+        ]
     except RecursionError:  # unreachable after nesting_problem; kept so no input can raise it
-        return layer, [error(source, None, "the TOML document nests too deeply", "write flat tables")]
+        return None, [error(source, None, "the TOML document nests too deeply", "write flat tables")]
+
+
+def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) -> tuple[_Layer, list[Finding]]:
+    """Read one TOML profile document (data only: nothing in it is executed; the one placeholder,
+    ``{audit_dir}`` at the start of NCCL_DEBUG_FILE, is expanded later by the plugin).
+
+    A UTF-8 byte-order mark at the start is accepted and ignored: Windows editors write one, it
+    carries no meaning in TOML, and refusing it would only produce a puzzling "invalid
+    statement at line 1, column 1".
+    """
+    findings: list[Finding] = []
+    layer = _Layer()
+    doc, problems = parse_toml_document(text, source)
+    if doc is None:
+        return layer, problems
     for key in doc:
         if key not in _TOP_KEYS:
             findings.append(
@@ -187,7 +219,8 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
     layer.origin.update({f"env:{k}": source for k in env})
     groups = doc.get("groups", {})
     if not isinstance(groups, dict):
-        findings.append(error("groups", None, "[groups] must contain [groups.<name>.env] tables", "see README"))
+        findings.append(error("groups", None, "[groups] must contain [groups.<name>.env] tables",
+                              "write one table per group, e.g. [groups.tp.env] then NCCL_PROTO = \"LL\""))
         groups = {}
     for gname, gtable in groups.items():
         if not isinstance(gtable, dict) or set(gtable) - {"env"}:
@@ -200,7 +233,8 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
         layer.origin.update({f"groups.{gname}:{k}": source for k in genv})
     nodes = doc.get("nodes", {})
     if not isinstance(nodes, dict):
-        findings.append(error("nodes", None, "[nodes] must contain [nodes.<rank>.env] tables", "see README"))
+        findings.append(error("nodes", None, "[nodes] must contain [nodes.<rank>.env] tables",
+                              "write one table per node rank, e.g. [nodes.0.env] then NCCL_SOCKET_IFNAME = \"eth0\""))
         nodes = {}
     node_ranks, node_findings = check_node_keys(list(nodes))
     findings += node_findings

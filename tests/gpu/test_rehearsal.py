@@ -143,7 +143,7 @@ def test_rehearsal_engine_ran_eagle3_with_the_plugin(rehearsal):
     assert details["leftover_processes"] == []
     audit = details["audit"]
     roles = {p["role"] for p in audit["processes"]}
-    assert audit["verdict"] in ("ok", "warn") and "launcher" in roles and any(r.startswith("scheduler") for r in roles)
+    assert audit["verdict"] == "ok" and "launcher" in roles and any(r.startswith("scheduler") for r in roles)
     assert audit["eagle"] and audit["eagle"][0]["worker"]
 
 
@@ -167,7 +167,8 @@ def test_rehearsal_native_plugins_env_plugin_loaded_and_reads_audited(rehearsal)
     assert child["comm_ok"] is False and "CUDA" in child["comm_init_error"]
     assert not any("tuner plugin" in line for line in details["nccl_plugin_lines"])
     assert any("loads a tuner plugin only inside communicator init" in n for n in step["notes"])
-    ifname = [r for r in details["nccl_reads"] if r["name"] == "NCCL_SOCKET_IFNAME"]
+    ifname = [{k: v for k, v in r.items() if k != "count"} for r in details["nccl_reads"]
+              if r["name"] == "NCCL_SOCKET_IFNAME"]
     assert ifname == [{"name": "NCCL_SOCKET_IFNAME", "value": "lo", "source": "profile", "environment": "lo",
                        "disagrees": False}]
     # NCCL's own debug output of the same pid agrees with the audit (the (c) cross-check).
@@ -189,10 +190,10 @@ def test_rehearsal_native_step_audit_is_the_plugins_own_cli(rehearsal):
     assert out.returncode == 0, out.stderr
     audit = json.loads(out.stdout)
     pid = rehearsal["steps"]["native-plugins"]["details"]["child"]["pid"]
-    reads = audit["nccl_reads"][str(pid)]
+    (reads,) = [r for r in audit["nccl_reads"].values() if r["pid"] == pid]
     assert reads["env_plugin_abi"] == "v2" and reads["verdict"] == "ok"
     assert {"name": "NCCL_SOCKET_IFNAME", "value": "lo", "source": "profile", "environment": "lo",
-            "disagrees": False} in reads["reads"]
+            "disagrees": False} in [{k: v for k, v in r.items() if k != "count"} for r in reads["reads"]]
 
 
 @pytest.mark.sglang

@@ -111,6 +111,16 @@ def test_wheel_without_a_compiler_is_pure_and_says_why(tmp_path):
     assert "native tuner plugin is not available" in query.stderr and "'false' failed" in query.stderr
     assert "Traceback" not in query.stderr
 
+    # A profile with [[tuner.rules]] is refused here by activation; validate, env and doctor say so too.
+    needs = "the profile has [[tuner.rules]] but the native tuner plugin is not available here"
+    validate = cli(python, "validate", "pcie-8gpu-eagle", cwd=tmp_path)
+    assert validate.returncode == 1 and needs in validate.stderr, validate.stderr
+    env = cli(python, "env", "--profile", "pcie-8gpu-eagle", cwd=tmp_path)
+    assert env.returncode == 2 and needs in env.stderr and env.stdout == "", env.stderr
+    problems = json.loads(cli(python, "doctor", "--profile", "pcie-8gpu-eagle", "--json", cwd=tmp_path).stdout)["problems"]
+    assert any(needs in p for p in problems), problems
+    assert cli(python, "validate", "pcie-8gpu", cwd=tmp_path).returncode == 0  # without rules: nothing missing
+
 
 def test_wheel_with_a_compiler_carries_the_library(tmp_path):
     given = os.environ.get("SGLANG_EAGLE_NCCL_TEST_WHEEL")

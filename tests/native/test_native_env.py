@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sglang_eagle_nccl.contract.launch_dir import open_record_file
+
 ENV_ABIS = [1, 2]
 NAME = "NCCL_SOCKET_IFNAME"
 
@@ -40,11 +42,16 @@ def cenv():
             _libc.setenv(key, old, 1)
 
 
+def open_log(lib, directory: Path, name: str = "nccl_reads.jsonl") -> Path:
+    """A reads log created the one way (contract/launch_dir.py) and handed to the library as a descriptor."""
+    fd = open_record_file(str(directory), name)
+    assert lib.set_reads_log_fd(fd) is None
+    return directory / name
+
+
 @pytest.fixture
 def reads_log(lib, tmp_path) -> Path:
-    path = tmp_path / "nccl_reads.jsonl"
-    assert lib.open_reads_log(path) is None
-    return path
+    return open_log(lib, tmp_path)
 
 
 def lines(path: Path) -> list[dict]:
@@ -155,9 +162,8 @@ def test_reads_log_escapes_any_environment_bytes(lib, cenv, reads_log):
 def test_lines_before_the_log_is_opened_are_written_when_it_opens(lib, tmp_path, monkeypatch):
     monkeypatch.setenv("NCCL_COMM_ID", "10.0.0.1:2900")
     lib.plugin_get_env("NCCL_COMM_ID", 2)
-    path = tmp_path / "late.jsonl"
     assert lib.reads_log_error() == "no NCCL reads log was opened in this process"
-    assert lib.open_reads_log(path) is None
+    path = open_log(lib, tmp_path, "late.jsonl")
     assert [(r["name"], r["value"]) for r in reads(path)] == [("NCCL_COMM_ID", "10.0.0.1:2900")]
 
 
@@ -177,28 +183,28 @@ def test_init_and_finalize_record_the_nccl_version(lib, abi, reads_log):
     assert lib.env_plugin_info() == expected
 
 
-def test_unopenable_log_is_reported_and_getenv_still_works(lib, tmp_path, monkeypatch):
+def test_a_descriptor_that_cannot_append_is_refused_and_getenv_still_works(lib, tmp_path, monkeypatch):
+    """The library never opens a path; it takes a descriptor, and only one it can append whole lines to."""
     lib.configure_env({NAME: "lo"})
-    error = lib.open_reads_log(tmp_path / "missing-dir" / "r.jsonl")
-    assert error and "No such file or directory" in error and "missing-dir" in error
-    assert "No such file or directory" in lib.reads_log_error()
+    path = tmp_path / "r.jsonl"
+    path.write_text("")
+    for flags in (os.O_RDONLY, os.O_WRONLY):  # read-only, and writable without O_APPEND
+        fd = os.open(path, flags)
+        try:
+            error = lib.set_reads_log_fd(fd)
+        finally:
+            os.close(fd)
+        assert error and "EINVAL" in error
+    with pytest.raises(ValueError, match="C's int"):
+        lib.set_reads_log_fd(-1)
     monkeypatch.setenv(NAME, "eth0")
     assert lib.plugin_get_env(NAME, 2)[0] == "lo"
-
-
-def test_log_symlink_is_refused(lib, tmp_path):
-    target = tmp_path / "elsewhere"
-    target.write_text("")
-    link = tmp_path / "r.jsonl"
-    link.symlink_to(target)
-    error = lib.open_reads_log(link)
-    assert error and "ELOOP" in error
-    assert target.read_text() == ""
+    assert path.read_text() == ""
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full to make every write fail")
 def test_failing_writes_are_reported_and_getenv_still_works(lib, monkeypatch):
-    assert lib.open_reads_log("/dev/full") is None
+    assert lib.set_reads_log_fd(os.open("/dev/full", os.O_WRONLY | os.O_APPEND)) is None
     monkeypatch.setenv("NCCL_DEBUG", "WARN")
     assert lib.plugin_get_env("NCCL_DEBUG", 2)[0] == "WARN"
     assert "No space left on device" in lib.reads_log_error()

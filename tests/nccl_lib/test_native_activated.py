@@ -74,8 +74,37 @@ def test_nccl_reads_the_profile_through_the_installed_env_plugin(venv_python, li
                            env=_clean_env(), timeout=60)
     report = json.loads(audit.stdout)
     assert audit.returncode == 0, audit.stdout[-3000:]  # NCCL's own reads are something real to audit
-    reads = report["nccl_reads"][str(out["pid"])]
+    (reads,) = [r for r in report["nccl_reads"].values() if r["pid"] == out["pid"]]
     (ifname,) = [r for r in reads["reads"] if r["name"] == "NCCL_SOCKET_IFNAME"]
     assert ifname["value"] == "lo" and ifname["source"] == "profile"
     assert ifname["environment"] == "bogus0" and ifname["disagrees"] is True
     assert reads["verdict"] == "warn" and any("written after activation" in n for n in reads["notes"])
+
+
+@pytest.mark.parametrize("kind", ["fifo", "hardlink", "symlink", "lines"])
+def test_a_reads_log_name_someone_planted_is_never_written_through(venv_python, libnccl, tmp_path, kind):
+    """The C reads log obeys the launch directory's rules: it only ever writes to a descriptor the plugin
+    created new. A FIFO does not block the process, a hard or symbolic link does not lead elsewhere, a
+    file with lines is not appended to -- and audit never counts the planted lines as NCCL's reads."""
+    cli = venv_python.parent / "sglang-eagle-nccl"
+    profile = tmp_path / "iface.toml"
+    profile.write_text('[env]\nNCCL_SOCKET_IFNAME = "lo"\n')
+    printed = subprocess.run([str(cli), "env", "--profile", str(profile), "--audit-dir", str(tmp_path / "audit"),
+                              "--format", "json"], capture_output=True, text=True, env=_clean_env(), timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    env = dict(_clean_env(), **json.loads(printed.stdout))
+    proc = subprocess.run([str(venv_python), str(PROBE), str(libnccl), "os.environ", kind], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]  # finished: the FIFO blocked nothing
+    out = json.loads((tmp_path / "probe-result.json").read_text())
+    assert out["rc"] == 0 and out["activated"]
+    assert "cannot write NCCL's reads log" in proc.stderr and "already exists" in proc.stderr
+    assert out["after"]["outside"] == "precious\n"  # nothing reached the file a link pointed at
+    if kind == "lines":
+        assert out["after"]["body"] == '{"event": "read", "name": "NCCL_SOCKET_IFNAME", "value": "forged"}\n'
+    (launch,) = [d for d in (tmp_path / "audit").iterdir() if d.is_dir()]
+    audit = subprocess.run([str(cli), "audit", str(launch), "--json"], capture_output=True, text=True,
+                           env=_clean_env(), timeout=60)
+    report = json.loads(audit.stdout)
+    assert not any(r["pid"] == out["pid"] for r in report["nccl_reads"].values())  # planted lines are not reads
+    assert any(Path(out["planted"]["path"]).name == u["file"] for u in report["unreadable"]), report["unreadable"]

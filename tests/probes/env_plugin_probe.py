@@ -16,6 +16,7 @@ import json
 import os
 import sys
 
+from sglang_eagle_nccl.contract.launch_dir import open_record_file
 from sglang_eagle_nccl.native.library import load
 
 PROFILE_VALUE = "lo"
@@ -25,7 +26,9 @@ FOREIGN_VALUE = "bogus0"
 def main(libnccl: str, plugin: str, reads_log: str, mode: str) -> int:
     lib = load(plugin)
     lib.configure_env({"NCCL_SOCKET_IFNAME": PROFILE_VALUE})
-    log_error = lib.open_reads_log(reads_log)
+    # Created the one way (the launch directory's rules), handed over as a descriptor.
+    fd = open_record_file(os.path.dirname(reads_log), os.path.basename(reads_log))
+    log_error = lib.set_reads_log_fd(fd)
     os.environ["NCCL_ENV_PLUGIN"] = plugin
     os.environ["NCCL_SOCKET_IFNAME"] = PROFILE_VALUE  # activation also writes the profile to the environment
     if mode == "os.environ":

@@ -34,8 +34,9 @@ import pytest
 from packaging.version import Version
 
 from sglang_eagle_nccl.knowledge.sglang import patchsets
-from sglang_eagle_nccl.offline.audit.judge import MARK, format_text, load_report
+from sglang_eagle_nccl.offline.audit.judge import MARK, load_report
 from sglang_eagle_nccl.offline.audit.read import ProcessRecords, read_launch
+from sglang_eagle_nccl.offline.audit.render import format_text
 from support import sglang_cpu_run as cpu
 
 # The decision does not depend on the release beyond which targets it gates in; ci/test proves it

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_eagle_nccl.offline.audit.judge import MARK, format_text, load_report
+from sglang_eagle_nccl.offline.audit.judge import MARK, load_report
 from sglang_eagle_nccl.offline.audit.read import read_launch
+from sglang_eagle_nccl.offline.audit.render import format_text
 from support.rank_runner import launcher_env, run_ranks
 
 # The check and its policies are the plugin's code over torch's gloo groups, the same on every

@@ -31,7 +31,7 @@ def test_all_groups_audited_and_node_local_differences_pass(plugin_env, tmp_path
     )
     assert [results[r]["status"] for r in (0, 1)] == ["ok", "ok"], [results[r].get("tb") for r in results]
     report = load_report(tmp_path / "audit")
-    assert report.verdict != "fail", report.problems
+    assert report.verdict == "ok", report.problems  # exactly ✓: node-local differences are no caveat
     # Every record real SGLang processes wrote fits the audit reader's per-event schema.
     assert report.unreadable == [], [u.text() for u in report.unreadable]
     groups = {(c.pid, c.group) for c in report.communicators if c.kind == "group"}

@@ -175,7 +175,7 @@ def collect_results(procs: list[Any], q: Any, expected: int, timeout: float) -> 
 def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
     """What a launcher hands its children: the plugin's one hand-off, with one launch directory."""
     from sglang_eagle_nccl.contract.launch_dir import open_launch
-    from sglang_eagle_nccl.offline.launch.child_env import child_environment
+    from sglang_eagle_nccl.inproc.child_env import child_environment
     from sglang_eagle_nccl.profile.resolve import resolve
 
     profile = resolve([profile_spec], use_environ=False, policy_flags=policy).profile
@@ -198,8 +198,6 @@ def run_ranks(
     ``stall_in_check=(rank, group, where)``: see :func:`_stall_inside_check`; the stalled rank is
     killed once the others have reported.
     """
-    from sglang_eagle_nccl.inproc.env_writer import put_back
-
     per_rank_env = per_rank_env or {}
     saved = {k: os.environ.get(k) for k in base_env}
     os.environ.update(base_env)
@@ -215,7 +213,12 @@ def run_ranks(
             p.start()
             procs.append(p)
     finally:
-        put_back(saved)
+        # The test's own harness restores what it set (CPU binding included): not the plugin's writer.
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     expected = world - (1 if die_in_check else 0) - (1 if stall_in_check else 0)
     results = collect_results(procs, q, expected, timeout)
     for r, p in enumerate(procs):

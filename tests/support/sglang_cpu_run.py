@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -33,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from sglang_eagle_nccl.contract import versions
 
 STANDINS_ENV_VAR = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
 OMP_BIND_VAR = "SGLANG_CPU_OMP_THREADS_BIND"
@@ -48,14 +49,16 @@ SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE")
 
 
 def installed_sglang_version() -> str:
-    """The SGLang version installed in this interpreter (from its metadata; SGLang is not imported)."""
-    return metadata.version("sglang")
+    """The SGLang version installed in this interpreter (the plugin's one lookup; SGLang is not imported)."""
+    found = versions.installed_sglang_version()
+    if found is None:
+        raise metadata.PackageNotFoundError("sglang")
+    return found
 
 
 def _release(version: str) -> tuple[int, ...]:
     """(0, 5, 23) for "0.5.23", "0.5.23.post1", "0.5.24rc1", "0.5.23+local"."""
-    match = re.match(r"\d+(?:\.\d+)*", version)
-    return tuple(int(p) for p in match.group(0).split(".")) if match else ()
+    return versions.stands_for(version).release[:3]
 
 
 def supports_cpu_eagle(version: str | None = None) -> bool:

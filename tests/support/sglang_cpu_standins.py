@@ -33,6 +33,20 @@ CPU platform fact ``has_amx=True`` (SGLang >= 0.5.23, through ``override_platfor
     which SGLang downgrades to ``torch_native`` when the platform reports no AMX. The fact is set
     through SGLang's own platform override the moment ``sglang.srt.runtime_context`` is imported.
 
+``datasets`` (only when the real package is not installed)
+    Hugging Face ``datasets``, which SGLang's benchmark package imports at module level
+    (``sglang/benchmark/datasets/mmmu.py``: ``from datasets import load_dataset``, 0.5.23); the test venvs
+    lack it. The Ray tier imports ``sglang.benchmark.offline_throughput`` to run its Ray engine backend,
+    which loads no dataset: ``load_dataset`` exists and raises ``NotImplementedError`` when called.
+
+CPU platform fact: no CUDA device to select (``torch.cuda.set_device``)
+    SGLang's Ray scheduler actor calls ``torch.cuda.set_device(get_device().gpu_id)`` unconditionally
+    at the start of its event loop (``srt/ray/scheduler_actor.py``, 0.5.10 -> 0.5.23); CPU torch has no
+    ``_cuda_setDevice`` and raises. With no CUDA device there is none to select: the stand-in returns
+    and calls the real function whenever CUDA is available. Hooked on ``torch.cuda``'s import, not on
+    the actor's module: Ray ships a ``@ray.remote`` class by value, so that module is never imported
+    in the actor's process.
+
 ``fast_topk`` in ``sglang.srt.speculative.spec_utils`` / ``eagle_utils`` (SGLang 0.5.4 and older)
     Defined there only under ``is_cuda()/is_hip()`` but imported unconditionally by the EAGLE CUDA-graph
     runner; bound to SGLang's own pure-torch ``sglang.srt.utils.common.fast_topk``.
@@ -135,6 +149,8 @@ class _StandinFinder(importlib.abc.MetaPathFinder):
         if fullname == "torchvision._meta_registrations":
             return importlib.util.spec_from_loader(fullname, _FactoryLoader(lambda m: None))
         top = fullname.partition(".")[0]
+        if fullname == "datasets" and not _has_real("datasets"):
+            return importlib.util.spec_from_loader(fullname, _FactoryLoader(_fill_datasets))
         if top == "sgl_kernel" and not _has_real("sgl_kernel"):
             fill = _SGL_KERNEL_MODULES.get(fullname)
             if fill is None:
@@ -180,7 +196,19 @@ def _bind_fast_topk(module: types.ModuleType) -> None:
         module.fast_topk = fast_topk
 
 
+def _cpu_set_device(module: types.ModuleType) -> None:
+    real = module.set_device
+
+    def set_device(device: Any) -> None:
+        if module.is_available():
+            return real(device)
+        return None  # a CPU machine: no CUDA device to select
+
+    module.set_device = set_device
+
+
 _POST_IMPORT_HOOKS: dict[str, Callable[[types.ModuleType], None]] = {
+    "torch.cuda": _cpu_set_device,
     "sglang.srt.runtime_context": _platform_has_amx,
     "sglang.srt.speculative.spec_utils": _bind_fast_topk,
     "sglang.srt.speculative.eagle_utils": _bind_fast_topk,
@@ -582,6 +610,14 @@ def _fill_sgl_kernel(module: types.ModuleType) -> None:
 def _fill_import_only(module: types.ModuleType) -> None:
     for name in _IMPORT_ONLY[module.__name__]:
         setattr(module, name, _not_available(f"{module.__name__}.{name}"))
+
+
+def _fill_datasets(module: types.ModuleType) -> None:
+    def load_dataset(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("datasets.load_dataset is not available: an import-only CPU test stand-in "
+                                  "(tests/support/sglang_cpu_standins.py)")
+
+    module.load_dataset = load_dataset
 
 
 _SGL_KERNEL_MODULES: dict[str, Callable[[types.ModuleType], None]] = {

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from sglang_eagle_nccl.cli.main import main
 from sglang_eagle_nccl.contract.errors import PluginStop
-from sglang_eagle_nccl.offline.audit.judge import format_text, load_report
+from sglang_eagle_nccl.offline.audit.judge import load_report
 from sglang_eagle_nccl.offline.audit.read import find_launch_dir, read_launch_records
 from sglang_eagle_nccl.offline.audit.records import (
     EVENT_SCHEMAS,
@@ -29,12 +29,12 @@ from sglang_eagle_nccl.offline.audit.records import (
     CannotJudge,
     record_problem,
 )
+from sglang_eagle_nccl.offline.audit.render import format_text
 
 ENV = {"NCCL_PROTO": "LL"}
 
 
-def rec(event: str, pid: int = 100, role: str = "child", **fields) -> dict:
-    return {"ts": 1.0, "pid": pid, "role": role, "event": event, **fields}
+from support.audit_records import reads_header, reads_line, rec  # noqa: E402
 
 
 def good_process(pid: int = 100) -> list[dict]:
@@ -252,23 +252,6 @@ def test_json_output_lists_unreadable(tmp_path):
     assert data["unreadable"] == [{"file": "proc-h-100.jsonl", "line": 5, "reason": "not a JSON object but a list"}]
 
 
-def test_every_event_the_writer_emits_has_a_schema():
-    """The judge reads these events; a new event without a row passes with the common fields only."""
-    import re
-
-    sources = [
-        Path(__file__).resolve().parents[2] / "sglang_eagle_nccl" / rel
-        for rel in ("inproc/hooks/handlers.py", "inproc/boot/bootstrap.py", "offline/launch/preflight.py")
-    ]
-    emitted = set()
-    for src in sources:
-        text = src.read_text()
-        emitted |= set(re.findall(r'audit\(\s*"([a-z_]+)"', text))
-        emitted |= set(re.findall(r'audit\.write\(\s*"([a-z_]+)"', text))
-    assert emitted, "no audit events found in the sources"
-    assert emitted <= set(EVENT_SCHEMAS), sorted(emitted - set(EVENT_SCHEMAS))
-
-
 def test_valid_records_of_the_real_writer_pass_the_schema(tmp_path):
     from sglang_eagle_nccl.contract.launch_dir import new_launch_dir
     from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
@@ -411,33 +394,39 @@ def deserved(report) -> str:
 
 
 def _reads_file(run: Path, pid: int, records: list[dict]) -> None:
-    (run / f"nccl-reads-h-{pid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    lines = [reads_header(pid)] + [reads_line(r.pop("event"), pid, **r) for r in (dict(r) for r in records)]
+    (run / f"nccl-reads-h-{pid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
 
 
 @pytest.mark.parametrize(
     "records,mark,text",
     [
         # What a CPU rank leaves: the library was configured, NCCL never loaded it.
-        ([{"event": "counts", "reads": []}], "–", "NCCL never initialised the env plugin"),
+        ([{"event": "counts", "reads": [], "unrecorded": 0}], "–", "NCCL never initialised the env plugin"),
         ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"}], "–", "read no variable through it"),
         # Reads only of variables the profile does not set: listed, nothing judged.
         ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
-          {"event": "read", "name": "NCCL_DEBUG", "value": None, "source": "environment"}], "–",
+          {"event": "read", "name": "NCCL_DEBUG", "value": None, "source": "environment", "environment": None,
+           "disagrees": False}], "–",
          "none that the profile sets"),
         ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
-          {"event": "read", "name": "NCCL_PROTO", "value": "LL", "source": "profile"}], "✓", "NCCL_PROTO=LL  [profile]"),
+          {"event": "read", "name": "NCCL_PROTO", "value": "LL", "source": "profile", "environment": "LL",
+           "disagrees": False}], "✓", "NCCL_PROTO=LL  [profile]"),
         ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
-          {"event": "read", "name": "NCCL_PROTO", "value": "Simple", "source": "environment"}], "✗",
+          {"event": "read", "name": "NCCL_PROTO", "value": "Simple", "source": "environment", "environment": "Simple",
+           "disagrees": False}], "✗",
          "NCCL read NCCL_PROTO=Simple (environment); the profile says LL"),
     ],
     ids=["never-loaded", "no-reads", "only-other-variables", "read-as-profiled", "read-otherwise"],
 )
 def test_nccl_reads_are_a_check_only_when_nccl_read_something(tmp_path, records, mark, text):
     """A ✓ under "NCCL's own reads" vouches for reads that happened; a log without any is "–"."""
-    run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": good_process()}, META)
+    declared = [rec("nccl_reads_log", 100, file="nccl-reads-h-100.jsonl")]
+    run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": good_process() + declared}, META)
     _reads_file(run, 100, records)
     report = load_report(run)
-    out = format_text(report)
+    assert report.unreadable == []  # the lines are those the library writes: all judged
+    out = format_text(report, verbose=True)
     section = out.split("NCCL's own reads (native env plugin)", 1)[1]
     assert f"  {mark} pid 100 (" in section, section
     assert text in section, section
@@ -457,3 +446,84 @@ def test_the_verdict_line_says_when_no_communicator_was_checked(tmp_path):
     assert format_text(report).endswith("(no NCCL communicator existed to check)")
     run = write_launch(tmp_path / "run2", {"proc-h-100.jsonl": good_process()}, META)
     assert format_text(load_report(run)).endswith("in every audited process and communicator")
+
+
+# --- NCCL's reads logs: read by the same reader, judged only where they belong ----------------------
+
+READ_LL = {"event": "read", "name": "NCCL_PROTO", "value": "LL", "source": "profile", "environment": "LL",
+           "disagrees": False}
+ENV_INIT = {"event": "env_init", "nccl_version": "2.32.3", "abi": "v2", "library_version": "x"}
+
+
+def _launch_with_reads(tmp_path, lines: list, declared: bool = True, name: str = "nccl-reads-h-100.jsonl"):
+    records = good_process() + ([rec("nccl_reads_log", 100, file=name)] if declared else [])
+    run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": records}, META)
+    (run / name).write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+    return load_report(run)
+
+
+def test_read_counts_reach_the_report_and_json(tmp_path):
+    counts = {"event": "counts", "reads": [{**{k: READ_LL[k] for k in ("name", "value", "source", "environment")},
+                                             "count": 7}], "unrecorded": 3}
+    report = _launch_with_reads(tmp_path, [reads_header(), reads_line(**ENV_INIT), reads_line(**READ_LL),
+                                           reads_line(**counts)])
+    assert report.verdict == "ok" and report.unreadable == []
+    (entry,) = report.nccl_reads.values()
+    assert entry["unrecorded"] == 3 and entry["reads"][0]["count"] == 7
+    assert "NCCL_PROTO=LL  [profile] x7" in format_text(report, verbose=True)
+    assert "3 read(s) the library had no room to record" in format_text(report, verbose=True)
+    data = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert next(iter(data["nccl_reads"].values()))["reads"][0]["count"] == 7
+
+
+@pytest.mark.parametrize(
+    "lines,declared,why",
+    [
+        ([reads_line(**ENV_INIT), reads_line(**READ_LL)], True, "no identity line first"),
+        ([reads_header(), reads_line(**READ_LL)], False, "did not declare creating"),
+        ([reads_header(pid=101), reads_line(**READ_LL, pid=101)], True, "left no audit records"),
+        ([reads_header(), reads_line(**{**READ_LL, "pid": 555})], True, "is not from pid 100"),
+        ([reads_header(), "not json", reads_line(**{**READ_LL, "disagrees": "no"}),
+          reads_line(**{**READ_LL, "value": float("nan")})], True, "not valid JSON"),
+        ([reads_header(), reads_line("read", name="NCCL_PROTO")], True, "missing field"),
+        ([reads_header(), reads_line("gossip", note="x")], True, "unknown event 'gossip'"),
+    ],
+    ids=["no-header", "undeclared", "orphan", "other-pid", "junk", "ill-typed", "unknown-event"],
+)
+def test_a_reads_log_or_line_that_cannot_be_judged_is_listed_and_demotes(tmp_path, lines, declared, why):
+    report = _launch_with_reads(tmp_path, lines, declared, name="nccl-reads-h-101.jsonl" if "audit records" in why
+                                else "nccl-reads-h-100.jsonl")
+    assert any(why in u.reason for u in report.unreadable), report.unreadable
+    assert report.verdict == "warn", report.verdict  # nothing else is wrong: the pass is qualified, never ✓
+    assert "Not judged" in format_text(report)
+
+
+def test_a_reads_file_that_is_a_fifo_symlink_or_too_big_is_listed(tmp_path):
+    run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": good_process()}, META)
+    os.mkfifo(run / "nccl-reads-h-1.jsonl")
+    (run / "nccl-reads-h-2.jsonl").symlink_to("/etc/hostname")
+    (run / "nccl-reads-h-3.jsonl").mkdir()
+    report = load_report(run)
+    reasons = {u.file: u.reason for u in report.unreadable}
+    assert "FIFO" in reasons["nccl-reads-h-1.jsonl"] and "symbolic link" in reasons["nccl-reads-h-2.jsonl"]
+    assert "directory" in reasons["nccl-reads-h-3.jsonl"] and report.verdict == "warn"
+
+
+def test_a_correctness_conflict_without_a_message_is_a_failure_not_a_crash(tmp_path):
+    records = good_process() + [rec("correctness_conflict", 100, variables=["NCCL_ALGO"], message="")]
+    run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": records}, META)
+    report = load_report(run)
+    assert report.verdict == "fail"
+    (proc,) = report.processes
+    assert "refused: the profile would override NCCL_ALGO, which SGLang sets for correctness" in proc.notes
+
+
+def test_untrusted_text_cannot_drive_the_terminal(tmp_path):
+    evil = "tp\x1b[2J\rVerdict: ✓ forged\x07"
+    records = good_process() + [rec("group_created", 100, group=evil, ranks=[0, 1], env={"NCCL_PROTO": "x"},
+                                    torch_comm="lazy-nccl")]
+    run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": records}, META)
+    text = format_text(load_report(run), verbose=True)
+    assert "\x1b" not in text and "\r" not in text and "\x07" not in text
+    assert "tp\\x1b[2J\\x0dVerdict" in text
+    assert sum(line.startswith("Verdict:") for line in text.splitlines()) == 1

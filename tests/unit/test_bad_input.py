@@ -34,7 +34,7 @@ ENV_CASES = [
     ("NCCL_P2P_LEVEL=nvl", "NCCL_P2P_LEVEL", "nvl", "write NCCL_P2P_LEVEL=NVL"),
     ("NCCL_P2P_LEVEL=Sys", "NCCL_P2P_LEVEL", "Sys", "write NCCL_P2P_LEVEL=SYS"),
     ("NCCL_P2P_LEVEL=NVLINK", "NCCL_P2P_LEVEL", "NVLINK",
-     "use one of LOC, NVL, NVB, C2C, PIX, PXB, PXN, P2C, PHB, SYS or a legacy integer 0-5"),
+     "use one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS or a legacy integer 0-5"),
     ("NCCL_NET_GDR_LEVEL=phb", "NCCL_NET_GDR_LEVEL", "phb", "write NCCL_NET_GDR_LEVEL=PHB"),
     ("NCCL_PROTO=LL,foo", "NCCL_PROTO", "LL,foo", "use protocols from: LL, LL128, Simple"),
     ("NCCL_PROTO=LL^", "NCCL_PROTO", "LL^", "exclude with a leading '^' before the whole list, e.g. NCCL_PROTO=^LL"),

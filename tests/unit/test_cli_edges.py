@@ -124,3 +124,25 @@ def test_dotenv_refuses_values_the_two_would_read_differently(runner, clean_envi
     res = runner.invoke(main, ["env", "--profile", str(profile), "--format", "dotenv"])
     assert res.exit_code == 2
     assert "NCCL_TOPO_FILE" in res.output and "use --format json or shell" in res.output
+
+
+def test_json_output_is_strict_json_whatever_a_value_holds():
+    from sglang_eagle_nccl.cli.common import strict
+
+    data = {"a": float("nan"), "b": [float("inf"), 1.5, {"c": float("-inf")}], "d": "x"}
+    assert json.loads(json.dumps(strict(data), allow_nan=False)) == {"a": None, "b": [None, 1.5, {"c": None}], "d": "x"}
+
+
+def test_preflight_knows_a_cpu_machine_without_importing_torch():
+    """The launcher's backend choice costs no torch import on a machine that cannot use CUDA."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from sglang_eagle_nccl.offline.launch.preflight import cuda_possible; "
+            "print(cuda_possible(), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[1] == "False"  # torch was not imported to decide
+    from sglang_eagle_nccl.contract.versions import installed_version
+
+    if (installed_version("torch") or "+cpu").endswith("+cpu"):
+        assert out[0] == "False"

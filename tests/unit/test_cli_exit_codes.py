@@ -11,13 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from sglang_eagle_nccl.cli.main import main
+from support import audit_records
 
 ENV = {"NCCL_PROTO": "LL"}
 META = {"profile": {"name": "p", "env": ENV, "policy": {"sglang_wins": []}}}
 
 
 def rec(event: str, **fields) -> dict:
-    return {"ts": 1.0, "pid": 100, "role": "child", "event": event, **fields}
+    return audit_records.rec(event, 100, **fields)
 
 
 def scheduler(env: dict) -> list[dict]:
@@ -187,7 +188,7 @@ def test_tuner_rules_file_input_errors_exit_2(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[[tuner.rules]\n")
     result = cli(*base, "--rules", str(bad))
-    assert result.exit_code == 2 and "not valid TOML" in json.loads(result.output)["error"]
+    assert result.exit_code == 2 and "malformed TOML" in json.loads(result.output)["error"]
     for text in ("[other]\nx = 1\n", "tuner = 5\n", "[tuner]\nx = 1\n"):
         empty = tmp_path / "empty.toml"
         empty.write_text(text)

@@ -40,3 +40,18 @@ def test_set_on_one_rank_only_is_a_mismatch():
 
 def test_unknown_nccl_variables_must_match_by_default():
     assert must_match_part({"NCCL_SOMETHING_NEW": "1"}) == {"NCCL_SOMETHING_NEW": "1"}
+
+
+def test_error_names_the_nodes_of_ranks_that_share_a_hostname():
+    """Two Ray nodes of one machine (or two containers) share a hostname: the node ranks tell them apart."""
+    a = payload({}, 0, node={"node_rank": 0, "ray_node": "a" * 56})
+    b = payload({"NCCL_ALGO": "Tree"}, 1, node={"node_rank": 1, "ray_node": "b" * 56})
+    assert a["host"] == b["host"]
+    (m,) = compare([a, b])
+    text = format_error("world", [m], [a, b])
+    assert "(ranks 0, 1 on nodes 0, 1)" in text
+    assert "rank 0 (node 0): (unset)" in text and "rank 1 (node 1): 'Tree'" in text
+    assert f"(node 1, Ray node {'b' * 12})" in text
+    # One node (or no node rank known): nothing about nodes is added.
+    one = [payload({}, 0, node={"node_rank": 0}), payload({"NCCL_ALGO": "Tree"}, 1, node={"node_rank": 0})]
+    assert "node" not in compare(one)[0].describe() and " on nodes" not in format_error("tp", compare(one), one)

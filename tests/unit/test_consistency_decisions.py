@@ -48,10 +48,12 @@ def test_fingerprint_is_sha256_of_the_sorted_must_match_values_and_extras():
 
 def test_payload_carries_rank_host_pid_values_and_extras():
     p = payload({"NCCL_PROTO": "LL", "NCCL_SOCKET_IFNAME": "eth0"}, 3, {"(tuner rules)": "d1"})
-    assert p == {"rank": 3, "host": socket.gethostname(), "pid": os.getpid(),
+    assert p == {"rank": 3, "host": socket.gethostname(), "pid": os.getpid(), "node": {},
                  "fingerprint": fingerprint({"NCCL_PROTO": "LL"}, {"(tuner rules)": "d1"}),
                  "values": {"NCCL_PROTO": "LL", "(tuner rules)": "d1"}}
     assert payload({}, 0)["values"] == {}
+    # Where it runs: what the rank knows of its node; what it does not know is left out.
+    assert payload({}, 0, node={"node_rank": 1, "ray_node": None})["node"] == {"node_rank": 1}
 
 
 def test_compare_reports_each_differing_variable_once_sorted_with_every_rank():

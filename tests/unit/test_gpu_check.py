@@ -184,7 +184,7 @@ IFNAME_READ = {"name": "NCCL_SOCKET_IFNAME", "value": "lo", "source": "profile",
 def _native_audit(pid: int = 7, reads: list[dict[str, Any]] | None = None, tuner_inits: list[dict[str, Any]] = (),
                   verdict: str = "ok") -> dict[str, Any]:
     return {"verdict": "ok", "processes": [{"pid": pid, "role": "child", "verdict": "ok"}],
-            "nccl_reads": {str(pid): {"reads": [IFNAME_READ] if reads is None else reads,
+            "nccl_reads": {f"h/b/1/{pid}/9": {"pid": pid, "reads": [IFNAME_READ] if reads is None else reads,
                                       "tuner_inits": list(tuner_inits), "verdict": verdict, "notes": ["n"]}}}
 
 

@@ -27,8 +27,8 @@ def _data(**env: str) -> dict:
 
 
 UNSET_WIRE = (
-    "unset SGLANG_EAGLE_NCCL_PROFILE; sglang-eagle-nccl writes it for the processes it starts "
-    "(`sglang-eagle-nccl env` prints a fresh one)"
+    "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID (sglang-eagle-nccl writes both for the processes "
+    "it starts; `sglang-eagle-nccl env` prints fresh ones)"
 )
 
 
@@ -92,11 +92,41 @@ def test_stale_wire_refused_naming_the_variable():
         decode_handoff(text, {"SGLANG_EAGLE_NCCL": "debug", "SGLANG_EAGLE_NCCL_PROFILE": text})
     message = str(info.value)
     assert "SGLANG_EAGLE_NCCL='debug'" in message and "stale" in message
-    assert "unset SGLANG_EAGLE_NCCL_PROFILE" in message
+    # The root marker goes with it: left behind, the next launcher from that shell thinks it is a
+    # child and opens no launch directory (no audit, silently).
+    assert "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID so the plugin resolves" in message
     # An input that appeared after the hand-off is named too.
     with pytest.raises(ProfileError) as info:
         decode_handoff(text, {"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_ENV": "NCCL_ALGO=Tree"})
     assert "SGLANG_EAGLE_NCCL_ENV" in str(info.value)
+
+
+def test_following_the_stale_fix_leaves_no_marker_that_silences_the_next_launch(tmp_path):
+    """`env --audit-dir` writes a root marker beside the profile. After a stale refusal, doing what the fix
+    says must leave a shell whose next launch is a root (it opens its own launch directory: audited)."""
+    import re
+
+    from sglang_eagle_nccl.inproc.boot.activation import plan
+    from sglang_eagle_nccl.inproc.child_env import EXTERNAL_ROOT, child_environment
+
+    profile = resolve(["pcie-8gpu"], use_environ=False).profile
+    printed = child_environment(profile, run_dir=str(tmp_path), node_rank=None, environ={}, root_pid=EXTERNAL_ROOT,
+                                standalone=True)
+    shell = {k: v for k, v in printed.items() if v is not None}
+    assert shell["SGLANG_EAGLE_NCCL_ROOT_PID"] == EXTERNAL_ROOT
+    shell["SGLANG_EAGLE_NCCL"] = "debug"  # the user asks for another profile in the same shell
+    with pytest.raises(ProfileError) as info:
+        plan(environ=shell)
+    fix = info.value.errors[0].fix
+    (named,) = re.findall(r"^unset ((?:SGLANG_EAGLE_NCCL\w*)(?: SGLANG_EAGLE_NCCL\w*)*)", fix)
+    assert "SGLANG_EAGLE_NCCL_ROOT_PID" in named.split()
+    for var in named.split():
+        del shell[var]
+    after = plan(environ=shell)
+    assert after.is_root and after.data["name"] == "debug"
+    # The older fix text named the profile alone: a marker left that way no longer silences anything.
+    lone = {"SGLANG_EAGLE_NCCL": "debug", "SGLANG_EAGLE_NCCL_ROOT_PID": EXTERNAL_ROOT}
+    assert plan(environ=lone).is_root
 
 
 def _child(code: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from sglang_eagle_nccl.contract import handoff as wire
+from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.findings import ProfileError
 from sglang_eagle_nccl.contract.jsonlight import dumps
 
@@ -87,7 +88,9 @@ def test_the_length_limit_is_exact():
     assert decoded.data["name"] == "p"
     message = refused(at_limit + " ")
     assert f"longer than {wire.MAX_WIRE_CHARS} characters" in message
-    assert wire.MAX_WIRE_CHARS == 256 * 1024  # a hand-off 16x larger than this is refused
+    # Linux's limit on one NAME=value environment entry, its NUL included: a longer hand-off could
+    # start no process (a hand-off 16x larger than this is refused, above and below).
+    assert wire.MAX_WIRE_CHARS == names.MAX_ARG_STRLEN - len("SGLANG_EAGLE_NCCL_PROFILE=") - 1 == 131045
 
 
 def test_a_sixteen_times_larger_hand_off_is_refused():
@@ -243,7 +246,9 @@ def test_inputs_that_changed_since_the_hand_off_are_refused_naming_each():
     assert "is unset here but was 'NCCL_ALGO=Ring'" in by_var["SGLANG_EAGLE_NCCL_ENV"].rule
     assert by_var["SGLANG_EAGLE_NCCL_ENV"].value is None
     assert "is 'warn' here but was unset" in by_var["SGLANG_EAGLE_NCCL_CONSISTENCY"].rule
-    assert by_var["SGLANG_EAGLE_NCCL"].fix.startswith("unset SGLANG_EAGLE_NCCL_PROFILE so the plugin resolves")
+    # The root marker goes with the serialised profile: left alone, it makes the next launch a child.
+    assert by_var["SGLANG_EAGLE_NCCL"].fix.startswith(
+        "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID so the plugin resolves SGLANG_EAGLE_NCCL afresh")
 
 
 def test_unchanged_inputs_and_variables_outside_the_inputs_do_not_count():
@@ -260,10 +265,12 @@ def test_check_inputs_false_reads_a_hand_off_whatever_the_environment_says():
 
 
 def test_input_disagreements_lists_now_and_then_in_input_order():
-    got = wire.input_disagreements({"SGLANG_EAGLE_NCCL": "a", "SGLANG_EAGLE_NCCL_NODE_RANK": "1"},
+    got = wire.input_disagreements({"SGLANG_EAGLE_NCCL": "a", "SGLANG_EAGLE_NCCL_CONSISTENCY": "warn"},
                                    {"SGLANG_EAGLE_NCCL": "b", "SGLANG_EAGLE_NCCL_ENV": "x", "OTHER": "y"})
     assert got == [("SGLANG_EAGLE_NCCL", "b", "a"), ("SGLANG_EAGLE_NCCL_ENV", "x", None),
-                   ("SGLANG_EAGLE_NCCL_NODE_RANK", None, "1")]
+                   ("SGLANG_EAGLE_NCCL_CONSISTENCY", None, "warn")]
+    # The node rank selects a node section of the one hand-off every node shares; it is no input.
+    assert wire.input_disagreements({}, {"SGLANG_EAGLE_NCCL_NODE_RANK": "1"}) == []
     assert wire.current_inputs({"SGLANG_EAGLE_NCCL": "1", "NCCL_PROTO": "LL", "SGLANG_EAGLE_NCCL_PROFILE": "t"}) == {
         "SGLANG_EAGLE_NCCL": "1"}
 

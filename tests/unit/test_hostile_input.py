@@ -11,6 +11,7 @@ writes (never text copied from the input), that no traceback was printed or rais
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -106,6 +107,38 @@ CASES = [
          files={"p.toml": "[nodes.007.env]\nNCCL_SOCKET_IFNAME = 'eth0'\n[nodes.7.env]\nNCCL_SOCKET_IFNAME = 'eth1'\n"}),
     Case("profile path is a FIFO", ("validate", "{tmp}/fifo.toml"), 1,
          "{tmp}/fifo.toml", None, "not a regular file", "give a .toml file", setup="fifo_profile"),
+    # --- issue 18: an integer beyond Python's 4300-digit limit, in every door a TOML file enters by --
+    *[
+        Case(f"5000-digit TOML integer: {' '.join(argv[:2])}", argv, code, "{tmp}/big.toml", None,
+             "an integer on line 3 has more than 4300 digits", "write a number that fits in 64 bits",
+             files={"big.toml": f"[env]\nNCCL_PROTO = 'LL'\nNCCL_BUFFSIZE = {HUGE}\n"})
+        for argv, code in [
+            (("validate", "{tmp}/big.toml"), 1),
+            (("profiles", "show", "{tmp}/big.toml"), 2),
+            (("env", "--profile", "{tmp}/big.toml"), 2),
+            (("launch", "--profile", "{tmp}/big.toml", "--dry-run", "--", "--model-path", "m"), 2),
+            (("doctor", "--profile", "{tmp}/big.toml"), 2),
+            (("tuner", "--profile", "{tmp}/big.toml", "--bytes", "1", "--nranks", "2"), 2),
+            (("preflight", "--tp", "1", "--profile", "{tmp}/big.toml"), 2),
+        ]
+    ],
+    Case("5000-digit TOML integer in [policy], named by the gate", ("profiles", "show"), 2,
+         "{tmp}/big.toml", None, "an integer on line 2 has more than 4300 digits", "write a number that fits in 64 bits",
+         env={"SGLANG_EAGLE_NCCL": "{tmp}/big.toml"}, files={"big.toml": f"[policy]\nconsistency_timeout_s = {HUGE}\n"}),
+    Case("5000-digit integer in a rule's bytes", ("tuner", "--rules", "{tmp}/r.toml", "--bytes", "1", "--nranks", "2"), 2,
+         "--rules {tmp}/r.toml", None, "an integer on line 4 has more than 4300 digits", "write a number that fits in 64 bits",
+         files={"r.toml": f"[[tuner.rules]]\ncollective = 'allreduce'\nbytes = [0,\n  {HUGE}]\nalgorithm = 'ring'\n"}),
+    Case("5000-digit hidden_size in a model config", ("sizes", "--model-config", "{tmp}/config.json"), 2,
+         "--model-config", "'{tmp}/config.json'", "has an integer of more than 4300 digits on line 3",
+         "pass the model's Hugging Face config.json unchanged",
+         files={"config.json": f'{{"model_type": "llama",\n "note": "{HUGE}",\n "hidden_size": {HUGE}}}\n'}),
+    Case("malformed rules file names its line", ("tuner", "--rules", "{tmp}/r.toml", "--bytes", "1", "--nranks", "2"), 2,
+         "--rules {tmp}/r.toml", None, "malformed TOML", "fix the TOML syntax",
+         files={"r.toml": "[[tuner.rules]]\ncollective = 'allreduce'\nbytes = [0, \n"}),
+    Case("5000-digit --bytes", ("tuner", "--bytes", HUGE, "--nranks", "2"), 2,
+         "--bytes", _cut(HUGE), "not a size", "give a byte count such as 14336 or 64KiB"),
+    Case("non-ASCII digit in --bytes", ("tuner", "--bytes", "٣KiB", "--nranks", "2"), 2,
+         "--bytes", "'٣KiB'", "not a size", "give a byte count such as 14336 or 64KiB"),
     # --- item 6: audit on hostile directories ------------------------------------------------
     Case("audit: no such directory", ("audit", "{tmp}/nowhere"), 2,
          "{tmp}/nowhere", None, "cannot judge: audit directory {tmp}/nowhere cannot be used", "give the launch directory"),
@@ -313,3 +346,40 @@ def test_doctor_lists_a_bad_environment_profile_and_exits_1(environ_guard, clean
     assert dict(os.environ) == before
     assert result.exit_code == 1
     assert "cannot be applied" in result.output and "NCCL_BUFFSIZE=4194304" in result.output
+
+
+@pytest.mark.parametrize("hidden,ok", [(2**31 - 1, True), (2**31, False), (10**4298, False)])
+def test_sizes_bounds_the_hidden_size_at_a_c_int(hidden, ok, environ_guard, private_tmp, clean_environ):
+    # Larger is no model's, and its byte counts would have more decimal digits than Python prints.
+    config = private_tmp / "config.json"
+    config.write_text(f'{{"hidden_size": {hidden}, "torch_dtype": "bfloat16"}}')
+    result = CliRunner().invoke(main, ["sizes", "--model-config", str(config), "--chunked-prefill-size", "8192"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == (0 if ok else 2), result.output
+    assert ("must be a positive integer up to 2147483647" in result.output) != ok
+
+
+@pytest.mark.parametrize("size,ok", [(2**31 - 1, True), (2**31, False)])
+def test_sizes_bounds_the_batch_size_at_a_c_int(size, ok, environ_guard, private_tmp, clean_environ):
+    config = private_tmp / "config.json"
+    config.write_text('{"hidden_size": 4096, "torch_dtype": "bfloat16"}')
+    result = CliRunner().invoke(main, ["sizes", "--model-config", str(config), "--batch-size", str(size)])
+    assert result.exit_code == (0 if ok else 2), result.output
+    assert ("--batch-size='2147483648': must be a positive integer up to 2147483647" in result.output) != ok
+
+
+def test_analyze_json_stays_strict_with_absurd_numbers(environ_guard, private_tmp, clean_environ):
+    # float() reads 400 digits as inf, which json.dumps writes as Infinity (not JSON); such a
+    # field is not a number SGLang writes, so it is not read as one.
+    line = ("[2026-11-29 09:56:05 TP0] Decode batch, #running-req: 1, #token: 10, token usage: 0.00, accept len: {a}, "
+            "accept rate: 0.00, cpu graph: False, gen throughput (token/s): {g}, #queue-req: 0\n")
+    log = private_tmp / "server.log"
+    log.write_text(line.format(a="1.00", g="5.22") + line.format(a="9" * 400, g="9" * 400 + ".5"))
+    result = CliRunner().invoke(main, ["analyze", str(log), "--json"])
+    assert result.exit_code == 0, result.output
+
+    def refuse(constant):
+        raise AssertionError(f"not strict JSON: {constant}")
+
+    reports = json.loads(result.output, parse_constant=refuse)
+    assert reports and "Infinity" not in result.output

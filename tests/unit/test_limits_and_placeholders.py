@@ -111,7 +111,8 @@ PLACEHOLDER_FIX = "write NCCL_DEBUG_FILE={audit_dir}/nccl.%h.%p.log"
         ("NCCL_DEBUG_FILE", "/x/{audit_dir}/n.%p", "/r", f"{PLACEHOLDER_FIX}, or use a literal path in NCCL_DEBUG_FILE"),
         ("NCCL_DEBUG_FILE", "{audit_dir}/../n.%p", "/r", PLACEHOLDER_FIX),
         ("NCCL_DEBUG_FILE", "{audit_dir}/n.%p", "relative/run",
-         "let the plugin create the launch directory (do not set SGLANG_EAGLE_NCCL_RUN_DIR by hand)"),
+         "let the plugin create the launch directory: it travels in SGLANG_EAGLE_NCCL_PROFILE, which only a launcher "
+         "writes (unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID and start the process through a launch)"),
     ],
 )
 def test_misplaced_placeholder_or_bad_run_dir_is_refused(name, value, run_dir, fix):

@@ -13,6 +13,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sglang_eagle_nccl.contract import manifests as manifest_index
+from sglang_eagle_nccl.contract import versions
 from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 from sglang_eagle_nccl.knowledge.sglang import manifest_index as index_writer
 from sglang_eagle_nccl.knowledge.sglang import patchsets
@@ -40,11 +41,11 @@ def test_committed_index_is_current():
     assert index_writer.main(["--check", str(MANIFESTS)]) == 0
 
 
-@pytest.mark.parametrize("version", [v for r in _releases() for v in _variants(r)] + ["0.5.24", "0.6.0", "0.4.2", "0.5.5rc1"])
+@pytest.mark.parametrize("version", [v for r in _releases() for v in _variants(r)] + ["0.5.24", "0.6.0", "0.4.2", "0.5.5rc1", "0.5.0", "0.5.0+cu130"])
 def test_index_selects_what_patchsets_selects(version):
     fast = manifest_index.select(version, str(MANIFESTS))
-    if manifest_index.release_of(Version(version)) is None:
-        assert fast is None  # pre-releases, dev builds, post releases: patchsets' policy decides
+    if Version(version).is_prerelease or Version(version).is_devrelease:
+        assert fast is None  # pre-releases and dev builds: patchsets' policy decides (untested)
         return
     try:
         slow = patchsets.select(version, patchsets.load_manifests(str(MANIFESTS)))
@@ -119,15 +120,17 @@ def test_contains_matches_packaging(version, clauses):
         expected = SpecifierSet(spec).contains(Version(version), prereleases=True)
     except Exception:  # noqa: BLE001 - a specifier packaging rejects (e.g. ~=1): not a manifest range
         return
-    assert manifest_index.contains(spec, Version(version)) is expected
+    assert versions.contains(spec, Version(version)) is expected
 
 
 def test_contains_answers_plain_releases_without_packaging_specifiers():
+    # Post releases too: 0.5.4.post3 against ">=0.4.3,<0.5.5" is plain ordering (only ">V" differs for V.postN).
     import subprocess
 
     code = (
-        "import sys; from packaging.version import Version; from sglang_eagle_nccl.contract.manifests import contains;"
+        "import sys; from packaging.version import Version; from sglang_eagle_nccl.contract.versions import contains;"
         "assert contains('>=0.5.11,<0.5.21', Version('0.5.17')) and not contains('>=0.5.21', Version('0.5.17'));"
+        "assert contains('>=0.4.3,<0.5.5', Version('0.5.4.post3')) and not contains('>=0.5.5', Version('0.5.4.post3'));"
         "print('packaging.specifiers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
@@ -148,20 +151,16 @@ def _fake_site(tmp_path: Path, *dist_infos: tuple[str, str]) -> Path:
 
 
 def test_version_is_read_from_the_dist_info_beside_the_package(tmp_path, monkeypatch):
-    from sglang_eagle_nccl.inproc.hooks import installer
-
     site = _fake_site(tmp_path, ("sglang-0.5.23+cu130.dist-info", "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23+cu130\n\nVersion: 1.0\n"))
     module = type(sys)("sglang")
     module.__file__ = str(site / "sglang" / "__init__.py")
     monkeypatch.setitem(sys.modules, "sglang", module)
-    assert installer._version_beside_package() == "0.5.23+cu130"
-    assert installer.installed_sglang_version() == "0.5.23+cu130"
+    assert versions._version_beside_package("sglang") == "0.5.23+cu130"
+    assert versions.installed_sglang_version() == "0.5.23+cu130"
 
 
 @pytest.mark.parametrize("layout", ["none", "two", "no-version-header"])
 def test_version_lookup_falls_back_when_the_dist_info_is_ambiguous(tmp_path, monkeypatch, layout):
-    from sglang_eagle_nccl.inproc.hooks import installer
-
     infos = {
         "none": [],
         "two": [("sglang-0.5.22.dist-info", "Version: 0.5.22\n"), ("sglang-0.5.23.dist-info", "Version: 0.5.23\n")],
@@ -172,4 +171,4 @@ def test_version_lookup_falls_back_when_the_dist_info_is_ambiguous(tmp_path, mon
     module.__file__ = str(site / "sglang" / "__init__.py")
     module.__version__ = "9.9.9"
     monkeypatch.setitem(sys.modules, "sglang", module)
-    assert installer._version_beside_package() is None
+    assert versions._version_beside_package("sglang") is None

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from sglang_eagle_nccl.cli.main import main
-from sglang_eagle_nccl.cli.run import dotenv_safe
-from sglang_eagle_nccl.knowledge.nccl.tuner_rules import check_rules, parse_rules
+from sglang_eagle_nccl.knowledge.nccl.tuner_rules import SIZE_T_MAX, check_rules, parse_rules
 from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
+from sglang_eagle_nccl.offline.launch.env_formats import dotenv_safe
 from support.allreduce_groups import CustomAllReduceV2, Stored, full_gpu_group, group
 
 MiB = 1024 * 1024
@@ -68,8 +68,10 @@ def test_only_overlapping_earlier_rules_are_named_as_shadowing():
 
 @pytest.mark.parametrize("key,what", [("nranks", "ranks"), ("nnodes", "nodes")])
 def test_count_range_refusals_name_the_value_and_the_count(key, what):
-    for value, rule in (([0, 2], f"min must be an integer >= 1 ({what})"), (5, f"must be a list [min, max] of {what} (both included)"),
-                        ([1, "x"], 'max must be an integer or "inf"'), ([3, 2], "the range is inverted (min > max)")):
+    for value, rule in (([0, 2], f"min must be an integer from 1 to {SIZE_T_MAX} ({what})"),
+                        (5, f"must be a list [min, max] of {what} (both included)"),
+                        ([1, "x"], f'max must be an integer up to {SIZE_T_MAX} (NCCL\'s size_t) or "inf"'),
+                        ([3, 2], "the range is inverted (min > max)")):
         _, findings = parse_rules([{"collective": "allreduce", "bytes": [0, 1], "algorithm": "ring", "protocol": "LL",
                                     key: value}], "t.toml")
         (f,) = findings
@@ -442,8 +444,10 @@ def test_overflow_fix_names_what_was_asked_for():
     assert f.fix == "give a positive number of bytes that fits in 64 bits, or remove B to keep NCCL's default"
 
 
-def test_malformed_legacy_level_lists_the_level_names():
-    (f,) = p.check_level("L", "1x", None)
+def test_malformed_legacy_level_names_the_level_nccl_reads_or_lists_the_level_names():
+    (f,) = p.check_level("L", "1x", None)  # NCCL reads it as 1 (PIX): the fix names that level
+    assert f.fix == "write the level name, e.g. L=PIX"
+    (f,) = p.check_level("L", "9" * 20, None)  # a C int of -1: no level at all, so every name is listed
     assert f.fix == "use one of " + ", ".join(p.LEVELS)
 
 

@@ -133,9 +133,15 @@ def test_legacy_integer_levels_map_like_nccl(value, level):
     assert f.fix == f"write NCCL_P2P_LEVEL={level} to say what you mean"
 
 
-@pytest.mark.parametrize("value", ["1x", "01", "9" * 20])
-def test_malformed_legacy_levels(value):
-    assert one(p.check_level("NCCL_P2P_LEVEL", value, None)).rule == "a legacy level must be a plain integer 0-5"
+@pytest.mark.parametrize("value,rule", [
+    ("1x", "a legacy level must be a plain integer 0-5: NCCL reads '1x' with strtol into a C int as 1, i.e. PIX"),
+    ("01", "a legacy level must be a plain integer 0-5: NCCL reads '01' with strtol into a C int as 1, i.e. PIX"),
+    ("9" * 20, "NCCL reads a legacy level with strtol into a C int, which makes '99999999999999999999' -1; a "
+               "negative level passes NCCL's range check and indexes outside its level table (undefined behaviour)"),
+])
+def test_malformed_legacy_levels(value, rule):
+    f = one(p.check_level("NCCL_P2P_LEVEL", value, None))
+    assert (f.severity, f.rule) == ("error", rule)
 
 
 def test_level_names_and_versions():

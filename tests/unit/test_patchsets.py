@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 import zipfile
 
@@ -131,7 +132,8 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
             id = "fake"
             title = "fake"
             versions = ">=0.1"
-            tested_through = "9.9"
+            tested_through = "1.0.0"
+            tested = ["1.0.0"]
             mechanism = "wrapt"
             [[hook]]
             target = "sglang.srt.entrypoints.engine:_set_envs_and_config"
@@ -139,18 +141,21 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
             handler = "engine_env"
             required = true
             params = ["server_args"]
+            relies_on = [{ writes = ["NCCL_CUMEM_ENABLE"], why = "the launcher writes it here" }]
             [[hook]]
             target = "sglang.srt.entrypoints.engine:does_not_exist"
             kind = "around"
             handler = "engine_env"
             required = true
+            relies_on = [{ reaches = "anything", why = "never checked: the target is missing" }]
             """
         )
     )
     wheels = tmp_path / "cache" / "wheels"
     wheels.mkdir(parents=True)
     with zipfile.ZipFile(wheels / "sglang-1.0.0-py3-none-any.whl", "w") as zf:
-        zf.writestr("sglang/srt/entrypoints/engine.py", "def _set_envs_and_config(server_args):\n    pass\n")
+        zf.writestr("sglang/srt/entrypoints/engine.py",
+                    "import os\ndef _set_envs_and_config(server_args):\n    os.environ['NCCL_CUMEM_ENABLE'] = '0'\n")
     (tmp_path / "versions.toml").write_text('[[release]]\nversion = "1.0.0"\nwhy = "test"\n')
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_CACHE", str(tmp_path / "cache"))
     patchsets.load_manifests.cache_clear()
@@ -232,3 +237,183 @@ def test_v1_multi_layer_eagle_worker_is_hooked_where_it_exists(version, expected
     targets = {h.target for h in sel.patch_set.hooks_for(Version(version))}
     target = "sglang.srt.speculative.multi_layer_eagle_worker:MultiLayerEagleWorker.__init__"
     assert (target in targets) is expected
+
+
+# --- "tested" is "this exact release was checked by the matrix" -----------------------------------
+
+
+@pytest.mark.parametrize("version", ["0.5.0", "0.5.0+cu130", "0.5.2.post1", "0.4.11"])
+def test_a_release_the_matrix_never_checked_is_untested(version):
+    """0.5.0 was never published; neither was 0.5.2.post1 nor 0.4.11: inside a set's range, but unchecked."""
+    sel = patchsets.select(version)
+    assert sel.status == "untested_unchecked" and not sel.tested
+    assert "is not one of the" in sel.why_untested and "it may never have been published" in sel.why_untested
+
+
+def test_the_tested_lists_are_exactly_the_matrix_releases():
+    """The manifests' tested lists (shipped in the wheel) are written from ci/versions.toml: stale lists fail."""
+    from pathlib import Path
+
+    from sglang_eagle_nccl.knowledge._toml import loads
+
+    repo = Path(__file__).resolve().parents[2]
+    releases = [r["version"] for r in loads((repo / "ci" / "versions.toml").read_text("utf-8"))["release"]]
+    sets = patchsets.load_manifests()
+    assert sorted(t for s in sets for t in s.tested) == sorted(releases), "run `python ci/matrix.py --sync`"
+    for ps in sets:
+        assert ps.tested_through == ps.tested[-1]
+        for release in ps.tested:
+            sel = patchsets.select(release)
+            assert (sel.patch_set.id, sel.status) == (ps.id, "tested"), release
+
+
+def _matrix_module():
+    import importlib.util
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("matrix_under_test", repo / "ci" / "matrix.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RESOLUTION_MANIFEST = """
+[patch_set]
+id = "fake"
+title = "fake"
+versions = ">=1.0"
+tested_through = "1.1.0"
+tested = ["1.0.0", "1.1.0"]
+mechanism = "wrapt"
+[patch_set.correctness_writes]
+enable_deterministic_inference = ["NCCL_ALGO"]
+[[hook]]
+target = "sglang.srt.server_args:ServerArgs.__post_init__"
+kind = "around"
+handler = "server_args_resolution"
+required = true
+params = ["self"]
+relies_on = [{ writes = ["NCCL_ALGO"], why = "deterministic inference writes it while resolving" }]
+"""
+
+
+def _wheel(folder, version: str, server_args: str) -> None:
+    with zipfile.ZipFile(folder / f"sglang-{version}-py3-none-any.whl", "w") as zf:
+        zf.writestr("sglang/__init__.py", "")
+        zf.writestr("sglang/srt/__init__.py", "")
+        zf.writestr("sglang/srt/server_args.py", textwrap.dedent(server_args))
+
+
+def test_matrix_fails_when_a_target_exists_but_its_behaviour_moved(tmp_path, monkeypatch, capsys):
+    """The issue's case: the hooked method still exists, the write moved to a method hooked from a later release."""
+    matrix = _matrix_module()
+    manifests = tmp_path / "patches"
+    manifests.mkdir()
+    (manifests / "fake.toml").write_text(RESOLUTION_MANIFEST)
+    wheels = tmp_path / "cache" / "wheels"
+    wheels.mkdir(parents=True)
+    _wheel(wheels, "1.0.0", """
+        import os
+        class ServerArgs:
+            def __post_init__(self):
+                self._deterministic()
+            def _deterministic(self):
+                os.environ["NCCL_ALGO"] = "allreduce:tree"
+    """)
+    _wheel(wheels, "1.1.0", """
+        import os
+        class ServerArgs:
+            def __post_init__(self):
+                pass
+            def resolve_once(self):
+                self._deterministic()
+            def _deterministic(self):
+                os.environ["NCCL_ALGO"] = "allreduce:tree"
+    """)
+    (tmp_path / "versions.toml").write_text('[[release]]\nversion = "1.0.0"\n[[release]]\nversion = "1.1.0"\n')
+    monkeypatch.setenv("SGLANG_EAGLE_NCCL_CACHE", str(tmp_path / "cache"))
+    patchsets.load_manifests.cache_clear()
+    try:
+        code = matrix.main(["--versions", str(tmp_path / "versions.toml"), "--manifests", str(manifests), "--offline",
+                            "--out", str(tmp_path / "m.md")])
+    finally:
+        patchsets.load_manifests.cache_clear()
+    out = capsys.readouterr().out
+    assert code == 1
+    assert re.search(r"1/2 sglang 1.0.0 +fake +ok", out) and "✗ sglang 1.0.0" not in out
+    # Release, hook, and what moved: the write now sits in a function __post_init__ no longer calls.
+    assert ("✗ sglang 1.1.0: hook sglang.srt.server_args:ServerArgs.__post_init__ relies on SGLang: it writes NCCL_ALGO "
+            "(deterministic inference writes it while resolving), but no write of NCCL_ALGO reachable from "
+            "sglang.srt.server_args:ServerArgs.__post_init__ within") in out
+    assert "NCCL_ALGO is written at sglang/srt/server_args.py:9 (ServerArgs._deterministic)" in out
+    assert "correctness write NCCL_ALGO at sglang/srt/server_args.py:9 (ServerArgs._deterministic) is not reachable" in out
+    table = (tmp_path / "m.md").read_text()
+    assert "| 1.0.0 | fake | wrapt | ✓ |" in table and "| 1.1.0 | fake | wrapt | ✗ |" in table
+
+
+def test_matrix_add_puts_a_release_in_the_matrix_and_the_tested_lists(tmp_path, monkeypatch):
+    """`ci/matrix.py --add VERSION`: one command from a new release to its row (and to "tested")."""
+    matrix = _matrix_module()
+    manifests = tmp_path / "patches"
+    manifests.mkdir()
+    (manifests / "fake.toml").write_text(RESOLUTION_MANIFEST.replace('tested = ["1.0.0", "1.1.0"]', 'tested = ["1.0.0"]')
+                                         .replace('tested_through = "1.1.0"', 'tested_through = "1.0.0"'))
+    wheels = tmp_path / "cache" / "wheels"
+    wheels.mkdir(parents=True)
+    source = """
+        import os
+        class ServerArgs:
+            def __post_init__(self):
+                os.environ["NCCL_ALGO"] = "allreduce:tree"
+    """
+    _wheel(wheels, "1.0.0", source)
+    _wheel(wheels, "1.2.0", source)
+    versions = tmp_path / "versions.toml"
+    versions.write_text('# header\n[[release]]\nversion = "1.0.0"\n')
+    monkeypatch.setenv("SGLANG_EAGLE_NCCL_CACHE", str(tmp_path / "cache"))
+    patchsets.load_manifests.cache_clear()
+    try:
+        code = matrix.main(["--versions", str(versions), "--manifests", str(manifests), "--offline",
+                            "--out", str(tmp_path / "m.md"), "--add", "1.2.0", "--why", "new release"])
+        assert code == 0
+        assert versions.read_text().endswith('[[release]]\nversion = "1.2.0"\nwhy = "new release"\n')
+        text = (manifests / "fake.toml").read_text()
+        assert 'tested = ["1.0.0", "1.2.0"]' in text and 'tested_through = "1.2.0"' in text
+        assert (manifests / "index.json").is_file()
+        assert patchsets.select("1.2.0", patchsets.load_manifests(str(manifests))).status == "tested"
+        assert "| 1.2.0 | fake |" in (tmp_path / "m.md").read_text()
+        with pytest.raises(SystemExit, match="only published releases"):
+            matrix.main(["--versions", str(versions), "--manifests", str(manifests), "--offline", "--add", "1.3.0rc1"])
+    finally:
+        patchsets.load_manifests.cache_clear()
+
+
+def test_doctor_reports_an_unchecked_release_as_untested_and_checks_its_source(tmp_path, monkeypatch, clean_environ):
+    """An SGLang 0.5.0 (never published) installed: doctor says untested and checks every target in its source."""
+    import json
+    import sys
+
+    from click.testing import CliRunner
+
+    from sglang_eagle_nccl.cli.main import main
+
+    site = tmp_path / "site"
+    engine = site / "sglang" / "srt" / "entrypoints"
+    engine.mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("")
+    (engine / "engine.py").write_text("def _set_envs_and_config(server_args):\n    pass\n")
+    info = site / "sglang-0.5.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.0\n\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "sglang", raising=False)
+    data = json.loads(CliRunner().invoke(main, ["doctor", "--json"]).output)
+    assert data["packages"]["sglang"] == "0.5.0"
+    assert data["selection"]["status"] == "untested_unchecked"
+    assert "0.5.0 is not one of the" in data["selection"]["why_untested"]
+    found = {t["target"]: t["ok"] for t in data["targets"]}
+    assert found["sglang.srt.entrypoints.engine:_set_envs_and_config"] is True
+    assert found["sglang.srt.managers.scheduler:Scheduler.__init__"] is False
+    text = CliRunner().invoke(main, ["doctor"]).output
+    assert "(untested_unchecked, via wrapt)" in text and "untested: SGLang 0.5.0 is not one of the" in text

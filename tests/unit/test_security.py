@@ -17,8 +17,8 @@ from sglang_eagle_nccl.profile.resolve import decode_handoff, resolve
 FORBIDDEN = ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH", "PYTHONPATH", "PYTHONSTARTUP", "CUDA_VISIBLE_DEVICES", "SGLANG_NCCL_SO_PATH", "NCCL", "NCCL_", "TORCH_NCCL", "nccl_debug", "NCCL_DEBUG\nLD_PRELOAD"]
 NOT_NCCL = "set other variables in your shell or service definition, not in an NCCL profile"
 UNSET_WIRE = (
-    "unset SGLANG_EAGLE_NCCL_PROFILE; sglang-eagle-nccl writes it for the processes it starts "
-    "(`sglang-eagle-nccl env` prints a fresh one)"
+    "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID (sglang-eagle-nccl writes both for the processes "
+    "it starts; `sglang-eagle-nccl env` prints fresh ones)"
 )
 
 

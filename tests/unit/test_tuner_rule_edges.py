@@ -9,6 +9,7 @@ import pytest
 from sglang_eagle_nccl.contract.findings import ProfileError
 from sglang_eagle_nccl.knowledge.nccl.tuner_rules import (
     MAX_CHANNELS,
+    SIZE_T_MAX,
     TunerRule,
     check_rules,
     first_match,
@@ -19,6 +20,9 @@ from sglang_eagle_nccl.knowledge.nccl.tuner_rules import (
     rule_to_dict,
     rules_digest,
 )
+
+MIN_BYTES = f"min must be an integer number of bytes from 0 to {SIZE_T_MAX - 1}"
+MAX_BYTES = f'max must be an integer number of bytes up to {SIZE_T_MAX} (NCCL\'s size_t: no message is larger) or "inf"'
 
 
 def rule(**fields) -> dict:
@@ -84,12 +88,14 @@ def test_byte_ranges_accepted(value, expected):
         ([0], "must be a list of two sizes [min, max)"),
         ([0, 1, 2], "must be a list of two sizes [min, max)"),
         ((0, 1), "must be a list of two sizes [min, max)"),
-        ([-1, 10], "min must be an integer number of bytes >= 0"),
-        ([True, 10], "min must be an integer number of bytes >= 0"),
-        (["0", 10], "min must be an integer number of bytes >= 0"),
-        ([0, "10"], 'max must be an integer number of bytes or "inf"'),
-        ([0, False], 'max must be an integer number of bytes or "inf"'),
-        ([0, 1.5], 'max must be an integer number of bytes or "inf"'),
+        ([-1, 10], MIN_BYTES),
+        ([True, 10], MIN_BYTES),
+        (["0", 10], MIN_BYTES),
+        ([0, "10"], MAX_BYTES),
+        ([0, False], MAX_BYTES),
+        ([0, 1.5], MAX_BYTES),
+        ([SIZE_T_MAX, "inf"], MIN_BYTES),  # at the bound: [SIZE_T_MAX, ...) holds no size_t at all
+        ([0, SIZE_T_MAX + 1], MAX_BYTES),  # one past: no message is larger than SIZE_T_MAX
         ([8, 8], "the range [min, max) is empty: max is excluded, so nothing matches"),
         ([9, 8], "the range is inverted (min > max)"),
     ],
@@ -98,6 +104,14 @@ def test_byte_ranges_refused(value, rule_text):
     f = refused(bytes=value)
     assert f.variable == "tuner.rules#1.bytes" and f.rule == rule_text
     assert f.value == (None if value is None else repr(value))
+
+
+def test_byte_and_count_bounds_at_the_edge_are_taken():
+    edge = parsed(bytes=[SIZE_T_MAX - 1, SIZE_T_MAX])
+    assert (edge.min_bytes, edge.max_bytes) == (SIZE_T_MAX - 1, SIZE_T_MAX)
+    assert parsed(bytes=[0, SIZE_T_MAX]).max_bytes == SIZE_T_MAX
+    assert parsed(nranks=[SIZE_T_MAX, SIZE_T_MAX]).nranks == (SIZE_T_MAX, SIZE_T_MAX)
+    assert parsed(nnodes=[1, SIZE_T_MAX]).nnodes == (1, SIZE_T_MAX)
 
 
 def test_byte_range_fixes_give_the_nearest_valid_range():
@@ -114,8 +128,10 @@ def test_count_ranges(key):
     assert getattr(parsed(**{key: [2, "inf"]}), key) == (2, None)
     assert getattr(parsed(**{key: [2, 3]}), key) == (2, 3)
     assert getattr(parsed(), key) is None
-    for value, text in (([0, 4], "min must be an integer >= 1"), ([True, 4], "min must be an integer >= 1"),
-                        ([4, 3], "the range is inverted (min > max)"), ([1, "9"], 'max must be an integer or "inf"'),
+    for value, text in (([0, 4], "min must be an integer from 1 to"), ([True, 4], "min must be an integer from 1 to"),
+                        ([SIZE_T_MAX + 1, "inf"], "min must be an integer from 1 to"),
+                        ([4, 3], "the range is inverted (min > max)"), ([1, "9"], "max must be an integer up to"),
+                        ([1, SIZE_T_MAX + 1], "max must be an integer up to"),
                         ([1], "must be a list [min, max]"), (4, "must be a list [min, max]")):
         f = refused(**{key: value})
         assert f.variable == f"tuner.rules#1.{key}" and f.rule.startswith(text), (value, f.rule)

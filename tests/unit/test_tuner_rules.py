@@ -252,3 +252,27 @@ def test_digest_is_stable_ignores_spelling_and_follows_order():
     assert len(rules_digest(rules)) == 64
     assert rules_digest(rules) != rules_digest(list(reversed(rules)))
     assert rules_digest([]) != rules_digest(rules[:1])
+
+
+@pytest.mark.parametrize("bad,rule", [
+    ({"bytes": [0, 2**64]}, "max must be an integer number of bytes up to 18446744073709551615"),
+    ({"bytes": [2**64 - 1, "inf"]}, "min must be an integer number of bytes from 0 to 18446744073709551614"),
+    ({"bytes": [0, 10 ** 5000]}, "more than 4300 digits"),
+    ({"nranks": [1, 2**64]}, "max must be an integer up to 18446744073709551615"),
+    ({"nnodes": [2**64, "inf"]}, "min must be an integer from 1 to 18446744073709551615"),
+])
+def test_bounds_past_what_nccl_can_ask_are_refused_at_the_edge(bad, rule):
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import parse_rules
+
+    raw = {"collective": "allreduce", "bytes": [0, 65536], "algorithm": "ring", "protocol": "LL", **bad}
+    rules, findings = parse_rules([raw], "test")
+    assert rules == [] and any(rule in f.rule or rule in str(f.value) for f in findings), findings
+
+
+def test_the_largest_bounds_nccl_can_ask_are_accepted():
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import SIZE_T_MAX, parse_rules
+
+    (rule,), findings = parse_rules([{"collective": "allreduce", "bytes": [SIZE_T_MAX - 1, SIZE_T_MAX],
+                                      "algorithm": "ring", "protocol": "LL", "nranks": [SIZE_T_MAX, SIZE_T_MAX]}], "test")
+    assert [f for f in findings if f.severity == "error"] == []
+    assert (rule.min_bytes, rule.max_bytes, rule.nranks) == (SIZE_T_MAX - 1, SIZE_T_MAX, (SIZE_T_MAX, SIZE_T_MAX))

@@ -7,8 +7,10 @@ import json
 
 from sglang_eagle_nccl.contract.launch_dir import open_launch
 from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
-from sglang_eagle_nccl.offline.audit.judge import format_text, judge
+from sglang_eagle_nccl.offline.audit.judge import judge
 from sglang_eagle_nccl.offline.audit.read import read_launch
+from sglang_eagle_nccl.offline.audit.render import format_text
+from support.audit_records import ident
 
 
 def _launch(tmp_path, records_by_pid):
@@ -16,7 +18,7 @@ def _launch(tmp_path, records_by_pid):
     for pid, records in records_by_pid.items():
         with open(f"{run_dir}/proc-h-{pid}.jsonl", "w") as fh:
             for r in records:
-                fh.write(json.dumps({"pid": pid, "ts": 0, "role": "child", **r}) + "\n")
+                fh.write(json.dumps({"ts": 0, "role": "child", **ident(pid), **r}) + "\n")
     meta, procs = read_launch(run_dir)
     return judge(meta, procs, run_dir)
 
@@ -48,14 +50,14 @@ def test_what_does_not_exist_is_a_dash_never_a_check(tmp_path):
     pynccl = {"event": "pynccl_created", "group": "tp", "env": env, "available": False}
     report = _launch(tmp_path, {1: [_start(env), *_sched(env), group, pynccl]})
     assert {c.verdict for c in report.communicators} == {"absent"} and report.verdict == "ok"
-    text = format_text(report)
+    text = format_text(report, verbose=True)
     assert "  – scheduler" in text and "✓ scheduler" not in text.split("Communicators")[1]
 
 
 def test_values_print_as_nccl_users_write_them(tmp_path):
     report = _launch(tmp_path, {1: [_start({"NCCL_ALGO": "Ring"}), *_sched({})]})
     assert any("NCCL_ALGO=(unset) (profile: Ring)" in n for p in report.processes for n in p.notes)
-    assert "None" not in format_text(report)
+    assert "None" not in format_text(report, verbose=True)
 
 
 def test_only_helper_processes_is_not_a_pass(tmp_path):
@@ -69,7 +71,7 @@ def test_helpers_are_summarised_in_one_line(tmp_path):
     env = {"NCCL_ALGO": "Ring"}
     helpers = {pid: [_start(env, role="child")] for pid in range(10, 29)}
     report = _launch(tmp_path, {1: [_start(env), *_sched(env)], **helpers})
-    text = format_text(report)
+    text = format_text(report, verbose=True)
     assert "19 helper process(es) that never imported SGLang" in text
     assert text.count("child") <= 2
 
@@ -79,7 +81,7 @@ def test_eagle_groups_not_held_by_the_worker_are_unknown(tmp_path):
     eagle = {"event": "eagle_groups", "worker": "EAGLEWorkerV2", "draft": {}, "verify": {},
              "draft_note": "shares the target's groups (its parallel layout names no group of its own)"}
     report = _launch(tmp_path, {1: [_start(env), *_sched(env), eagle]})
-    text = format_text(report)
+    text = format_text(report, verbose=True)
     assert "draft on shares the target's groups" in text and "verify on unknown" in text
 
 
@@ -106,3 +108,26 @@ def test_writer_without_a_launch_keeps_records_until_it_joins_one(tmp_path):
     run_dir = open_launch(str(tmp_path), {"profile": {}}, required=True)
     assert writer.attach(run_dir)
     assert json.loads(open(writer.file_path).read().splitlines()[0])["event"] == "process_start"
+
+
+def _launcher_writes(**flags):
+    return {"event": "sglang_env_writes", "where": "_set_envs_and_config", "writes": [],
+            "server_flags": {"tp_size": 2, "dp_size": 1, "pp_size": 1, "nnodes": 2, **flags}}
+
+
+def test_a_ray_driver_expects_every_rank_of_every_node(tmp_path):
+    """Two nodes, TP=2: a node's own launcher spawns one scheduler, but a Ray driver creates both as
+    actors that join its launch, so one scheduler on record means the other ran without the plugin."""
+    env = {"NCCL_ALGO": "Ring"}
+    actor = {"event": "ray_actor_env", "actor_role": "scheduler", "env": env, "node_rank": 1}
+    per_node = _launch(tmp_path / "node", {1: [_start(env), _launcher_writes()], 2: [_start(env), *_sched(env)]})
+    assert per_node.verdict == "ok", per_node.problems  # one rank per node: as expected
+    for name, driver in (("use_ray", [_start(env), _launcher_writes(use_ray=True)]),
+                         ("actors", [_start(env), _launcher_writes(), actor])):
+        one = _launch(tmp_path / name, {1: driver, 2: [_start(env), *_sched(env)]})
+        assert one.verdict == "fail" and any(
+            "expected 2 scheduler process(es) in this launch (tp x dp x pp: the Ray driver starts every rank)" in p
+            for p in one.problems
+        ), one.problems
+        both = _launch(tmp_path / f"{name}-2", {1: driver, 2: [_start(env), *_sched(env)], 3: [_start(env), *_sched(env)]})
+        assert both.verdict == "ok", both.problems

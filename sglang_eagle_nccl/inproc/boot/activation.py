@@ -134,7 +134,12 @@ def plan(profile: "Profile | None" = None, environ: "Mapping[str, str] | None" =
             profile, data = resolution.profile, resolution.profile.to_dict()
             warnings = [w.message() for w in resolution.warnings]
     node_rank = node_rank_from(environ)
-    is_root = names.ENV_ROOT_PID not in environ
+    # The root marker means something only beside the serialised profile it came with: a process
+    # that was handed no profile resolved its own and is the root of its own launch. A marker left
+    # alone (a shell that unset only SGLANG_EAGLE_NCCL_PROFILE after `eval "$(sglang-eagle-nccl env
+    # --audit-dir ...)"`) would otherwise make every later launch a child that never opens a launch
+    # directory: its audit silently off.
+    is_root = names.ENV_ROOT_PID not in environ or not environ.get(names.ENV_PROFILE)
     desired = process_env(data, node_rank, run_dir)
     if not is_root:
         # A child inherits what the launcher settled on; where the policy lets SGLang's own write
@@ -143,7 +148,7 @@ def plan(profile: "Profile | None" = None, environ: "Mapping[str, str] | None" =
         desired = {k: v for k, v in desired.items() if not (k in keep and k in environ)}
     from sglang_eagle_nccl.inproc.boot.native import plugin_env
 
-    native = plugin_env(data, environ)
+    native = plugin_env(data, environ, desired)
     desired.update({k: v for k, v in native.items() if v is not None})
     unset = [k for k, v in native.items() if v is None]
     return Plan(data, profile, wire_text, run_dir, node_rank, is_root, desired, unset, warnings)
@@ -153,25 +158,10 @@ def plan(profile: "Profile | None" = None, environ: "Mapping[str, str] | None" =
 
 
 def _write_atomically(updates: "Mapping[str, str | None]") -> list[tuple[str, str | None, str | None]]:
-    """Write (None: unset) every variable, or none of them: on any failure, put all back and re-raise."""
-    bad = sorted(k for k in updates if not (names.is_allowed_name(k) or k.startswith(names.ENV_ENABLE)))
-    if bad:  # unreachable through validated profiles; kept so no caller can bypass it
-        raise ValueError(f"refusing to write variables outside NCCL_*/TORCH_NCCL_*/SGLANG_EAGLE_NCCL*: {bad}")
-    before = {k: os.environ.get(k) for k in updates}
-    try:
-        for name in sorted(updates):
-            value = updates[name]
-            if value is None:
-                os.environ.pop(name, None)
-            elif os.environ.get(name) != value:
-                os.environ[name] = value
-    except BaseException:
-        # Imported only here: inproc.env_writer builds dataclasses (~30 ms of imports at interpreter start).
-        from sglang_eagle_nccl.inproc.env_writer import put_back
+    """Write (None: unset) every variable, or none of them (the one writer: inproc/boot/environ.py)."""
+    from sglang_eagle_nccl.inproc.boot import environ
 
-        put_back(before)
-        raise
-    return [(k, before[k], updates[k]) for k in sorted(updates)]
+    return environ.write(updates)
 
 
 def _signed_wire(data: "Mapping[str, Any]", run_dir: str | None, environ_after: "Mapping[str, str]") -> str:
@@ -201,6 +191,47 @@ def invocation() -> str:
     return describe_invocation(list(getattr(sys, "orig_argv", sys.argv)))
 
 
+def _record_activation(the_plan: "Plan", origin: str, written: "list[tuple[str, str | None, str | None]]",
+                       wire_text: str, audit: "Any", role: str, how: str) -> None:
+    """After the write: this process's state and its process_start record (may raise under audit_required)."""
+    # Nothing below can leave os.environ half-written: it only records.
+    for name, before, _after in written:
+        STATE.saved_before.setdefault(name, before)
+    STATE.set_profile(the_plan.data, the_plan.profile)
+    STATE.wire = wire_text
+    STATE.node_rank = the_plan.node_rank
+    STATE.is_root = the_plan.is_root
+    STATE.run_dir = the_plan.run_dir
+    STATE.expected_env = dict(the_plan.desired)
+    STATE.origin = origin
+    STATE.role = role
+    policy = the_plan.data.get("policy", {})
+    STATE.audit = audit
+    STATE.active = True
+    applied: dict[str, list[dict[str, Any]]] = {"added": [], "changed": [], "unchanged": []}
+    for name, before, after in written:
+        if name in the_plan.desired:
+            kind = "unchanged" if before == after else ("added" if before is None else "changed")
+            applied[kind].append({"name": name, "kind": kind, "before": before, "after": after})
+    from sglang_eagle_nccl.contract.names import nccl_snapshot
+
+    STATE.audit.write(
+        "process_start",
+        ppid=os.getppid(),
+        origin=origin,
+        python=sys.version.split()[0],
+        invocation=how,
+        profile=the_plan.data.get("name"),
+        profile_sources=the_plan.data.get("sources", []),
+        node_rank=the_plan.node_rank,
+        applied=applied,
+        expected_env=STATE.expected_env,
+        group_envs=the_plan.data.get("groups", {}),
+        sglang_wins=list(policy.get("sglang_wins", ())),
+        env=nccl_snapshot(),
+    )
+
+
 def apply(the_plan: "Plan", *, origin: str) -> None:
     """Write the planned environment (all or nothing) and start this process's audit."""
     from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
@@ -220,51 +251,32 @@ def apply(the_plan: "Plan", *, origin: str) -> None:
             after.update({k: v for k, v in updates.items() if v is not None})
             wire_text = _signed_wire(the_plan.data, the_plan.run_dir, after)
         updates[names.ENV_PROFILE] = wire_text
+        # Every check that can refuse runs before the one write: the one writer's guard (names, values a
+        # C environment can hold) and, under audit_required, the audit file itself.
+        from sglang_eagle_nccl.inproc.boot import environ
+
+        environ.check(updates)
+        policy = the_plan.data.get("policy", {})
+        how = invocation()
+        if "<multiprocessing.resource_tracker>" in how or "<multiprocessing.forkserver>" in how:
+            role = "multiprocessing-helper"
+        else:
+            role = "launcher" if the_plan.is_root else "child"
+        audit = AuditWriter(the_plan.run_dir, required=bool(policy.get("audit_required")), role=role)
+        audit.prepare()
         # The env plugin gets its values before the environment points NCCL at it.
         from sglang_eagle_nccl.inproc.boot.native import start
 
         start(the_plan.desired, the_plan.data, the_plan.run_dir)
         written = _write_atomically(updates)
-        # Nothing below can leave os.environ half-written: it only records.
-        for name, before, _after in written:
-            STATE.saved_before.setdefault(name, before)
-        STATE.set_profile(the_plan.data, the_plan.profile)
-        STATE.wire = wire_text
-        STATE.node_rank = the_plan.node_rank
-        STATE.is_root = the_plan.is_root
-        STATE.run_dir = the_plan.run_dir
-        STATE.expected_env = dict(the_plan.desired)
-        STATE.origin = origin
-        how = invocation()
-        if "<multiprocessing.resource_tracker>" in how or "<multiprocessing.forkserver>" in how:
-            STATE.role = "multiprocessing-helper"
-        else:
-            STATE.role = "launcher" if the_plan.is_root else "child"
-        policy = the_plan.data.get("policy", {})
-        STATE.audit = AuditWriter(the_plan.run_dir, required=bool(policy.get("audit_required")), role=STATE.role)
-        STATE.active = True
-        applied: dict[str, list[dict[str, Any]]] = {"added": [], "changed": [], "unchanged": []}
-        for name, before, after in written:
-            if name in the_plan.desired:
-                kind = "unchanged" if before == after else ("added" if before is None else "changed")
-                applied[kind].append({"name": name, "kind": kind, "before": before, "after": after})
-        from sglang_eagle_nccl.contract.names import nccl_snapshot
-
-        STATE.audit.write(
-            "process_start",
-            ppid=os.getppid(),
-            origin=origin,
-            python=sys.version.split()[0],
-            invocation=how,
-            profile=the_plan.data.get("name"),
-            profile_sources=the_plan.data.get("sources", []),
-            node_rank=the_plan.node_rank,
-            applied=applied,
-            expected_env=STATE.expected_env,
-            group_envs=the_plan.data.get("groups", {}),
-            sglang_wins=list(policy.get("sglang_wins", ())),
-            env=nccl_snapshot(),
-        )
+        try:
+            _record_activation(the_plan, origin, written, wire_text, audit, role, how)
+        except BaseException:
+            # Whatever raised after the write (the audit under audit_required, a full disk ...): the
+            # process is exactly as it was.
+            environ.put_back({name: before for name, before, _after in written})
+            STATE.__init__()  # type: ignore[misc]
+            raise
     for warning in the_plan.warnings:
         log(f"warning: {warning}", once=warning)
 
@@ -274,8 +286,9 @@ def publish() -> None:
     with STATE.lock:
         if not STATE.is_root or STATE.data is None:
             return
-        STATE.wire = _signed_wire(STATE.data, STATE.run_dir, os.environ)
-        os.environ[names.ENV_PROFILE] = STATE.wire
+        wire = _signed_wire(STATE.data, STATE.run_dir, os.environ)
+        _write_atomically({names.ENV_PROFILE: wire})
+        STATE.wire = wire
 
 
 def _change_expectation(new_desired: dict[str, str], *, reason: str, profile_name: str | None) -> None:
@@ -323,7 +336,7 @@ def reconfigure(profile: "Profile", *, reason: str) -> None:
         from sglang_eagle_nccl.inproc.boot.native import plugin_env
 
         new_desired = process_env(data, STATE.node_rank, STATE.run_dir)
-        new_desired.update({k: v for k, v in plugin_env(data, os.environ).items() if v is not None})
+        new_desired.update({k: v for k, v in plugin_env(data, os.environ, new_desired).items() if v is not None})
         STATE.set_profile(data, profile)
         _change_expectation(new_desired, reason=reason, profile_name=profile.name)
     log(f"profile '{profile.name}' from {reason} replaces '{old or '-'}'")

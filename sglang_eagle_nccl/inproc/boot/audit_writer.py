@@ -1,8 +1,11 @@
 """Audit records written from inside each process: one JSON-lines file per process.
 
-Each process writes only its own 0600 file in its launch directory
-(:mod:`sglang_eagle_nccl.contract.launch_dir`), one ``os.write`` per record, so records of
-different processes or launches never interleave.
+Each process writes only its own 0600 file in its launch directory, created new by
+:func:`~sglang_eagle_nccl.contract.launch_dir.open_record_file` (the launch directory's one rule
+set), one ``os.write`` per record, so records of different processes or launches never interleave.
+Every record carries the process's identity (host, boot id, PID namespace, pid, start time) and the
+fields :data:`~sglang_eagle_nccl.contract.events.COMMON` names; its event and fields are those of
+:data:`~sglang_eagle_nccl.contract.events.EVENTS` (a test checks every write site).
 
 Records hold the NCCL / TORCH_NCCL part of the environment only, never anything else.
 An audit that cannot be written is loud (one warning on stderr) but not fatal, unless the
@@ -14,7 +17,13 @@ import os
 import time
 
 from sglang_eagle_nccl.contract.jsonlight import dumps as _dumps
-from sglang_eagle_nccl.contract.launch_dir import AuditError, hostname, process_file_name, secure_dir
+from sglang_eagle_nccl.contract.launch_dir import (
+    AuditError,
+    identity,
+    join_launch_dir,
+    open_record_file,
+    process_file_name,
+)
 from sglang_eagle_nccl.contract.log import log
 
 TYPE_CHECKING = False  # typing/pathlib are not imported at interpreter start
@@ -46,7 +55,6 @@ class AuditWriter:
         self._pid: int | None = None
         self._lock = _thread.allocate_lock()
         self._failed: str | None = None
-        self._host = hostname()
         self._pending: list[bytes] = []
 
     @property
@@ -57,7 +65,7 @@ class AuditWriter:
 
     @property
     def file_path(self) -> str | None:
-        return os.path.join(self.run_dir, process_file_name(os.getpid(), self._host)) if self.run_dir else None
+        return os.path.join(self.run_dir, process_file_name()) if self.run_dir else None
 
     @property
     def failure(self) -> str | None:
@@ -66,27 +74,45 @@ class AuditWriter:
     def attach(self, run_dir: "str | Path") -> bool:
         """Join a launch directory: later records go there, and so do the ones kept so far."""
         with self._lock:
+            if self.run_dir != str(run_dir):
+                self._close_locked()  # a file is created once per process and launch (O_EXCL)
             self.run_dir = str(run_dir)
             pending, self._pending = self._pending, []
-            self._close_locked()
             ok = True
             for line in pending:
                 ok = self._write_locked(line) and ok
             return ok
 
+    def prepare(self) -> None:
+        """Create this process's file now, when its launch is known: under ``audit_required`` a file that
+        cannot be created refuses activation before anything is written (otherwise: one warning)."""
+        with self._lock:
+            if self.run_dir is None or (self._fd is not None and self._pid == os.getpid()):
+                return
+            try:
+                self._fd = self._open()
+                self._pid = os.getpid()
+            except (OSError, AuditError) as exc:
+                self._fail(exc)
+
     def _open(self) -> int:
         assert self.run_dir is not None
-        secure_dir(self.run_dir, create_parents=False)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-        return os.open(self.file_path, flags, 0o600)  # type: ignore[arg-type]
+        name = process_file_name()
+        try:
+            return open_record_file(self.run_dir, name)
+        except FileNotFoundError:
+            # A process of this launch on another node (Ray, Kubernetes) without the launcher's
+            # filesystem: the launch directory is made here, under the same rules.
+            join_launch_dir(self.run_dir)
+            return open_record_file(self.run_dir, name)
 
     def write(self, event: str, **fields: "Any") -> bool:
         """Append one record. Returns False (after one stderr warning) when it cannot be written."""
         try:
-            record = {"ts": time.time(), "pid": os.getpid(), "role": self.role, "event": event, **fields}
+            record = {"event": event, "ts": time.time(), "role": self.role, **identity(), **fields}
             line = (_dumps(record) + "\n").encode("utf-8", "backslashreplace")
         except Exception as exc:  # noqa: BLE001 - a record that cannot be encoded must not break SGLang
-            line = (_dumps({"ts": time.time(), "pid": os.getpid(), "role": self.role, "event": "audit_error",
+            line = (_dumps({"event": "audit_error", "ts": time.time(), "role": self.role, **identity(),
                             "lost_event": str(event), "error": repr(exc)}) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
             if self.run_dir is None:

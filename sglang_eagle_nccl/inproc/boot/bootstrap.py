@@ -12,10 +12,7 @@ everything, then write) and install the hooks with :mod:`~sglang_eagle_nccl.inpr
 once SGLang is imported. Any failure refuses SGLang in that process (fail closed).
 """
 
-import sys
-
 from sglang_eagle_nccl.contract import names
-from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.inproc.boot import activation
 from sglang_eagle_nccl.inproc.boot.state import STATE
@@ -42,14 +39,11 @@ def _install_after_import(_module: "Any") -> None:
         installer.install_patches()
         native.sync()
     except BaseException as exc:
-        from sglang_eagle_nccl.inproc.refusal import message_of
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        from sglang_eagle_nccl.inproc.refusal import refuse
 
-        log(message_of(exc))
-        if isinstance(exc, PluginStop) and names.is_sglang_server_cli(list(getattr(sys, "orig_argv", sys.argv))):
-            # SGLang's own server CLI is a launcher: refused with exit 2 and the message above,
-            # not a traceback out of `import sglang` (the Engine API's caller gets the exception).
-            raise SystemExit(2) from None
-        raise
+        refuse("sglang_import", exc)
 
 
 def activate(*, origin: str) -> None:
@@ -72,9 +66,9 @@ def interpreter_start(*, enabled: bool, cli_flags: bool) -> None:
         if isinstance(exc, KeyboardInterrupt):
             raise
         # Imported only on failure: every SGLang child runs this at interpreter start.
-        from sglang_eagle_nccl.inproc.refusal import refuse_sglang
+        from sglang_eagle_nccl.inproc.refusal import refuse
 
-        refuse_sglang(exc)
+        refuse("interpreter_start", exc)
         return
     # Launch flags wherever SGLang's server arguments are parsed in a launch's root: SGLang's own
     # CLI, custom scripts calling prepare_server_args / ServerArgs.add_cli_args, and SGLang's

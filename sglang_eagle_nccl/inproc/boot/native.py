@@ -2,14 +2,17 @@
 
 At activation (interpreter start, cheap): :func:`plugin_env` decides ``NCCL_ENV_PLUGIN`` and
 ``NCCL_TUNER_PLUGIN`` from this process's own installation; they are written with the profile,
-all or nothing. A plugin of the user's own in those variables is refused: NCCL loads one env and
-one tuner plugin, and a profile the user asked for must not silently lose to another.
+all or nothing. A plugin of the user's own in a variable the plugin needs is refused: NCCL loads
+one env and one tuner plugin, and a profile the user asked for must not silently lose to another.
+The tuner is needed only for ``[[tuner.rules]]``; without them the user's tuner plugin is kept.
 
-Once SGLang is imported (still before the first NCCL call), :func:`sync` loads the library
-through ctypes from the same path, so NCCL's ``dlopen`` finds the instance configured here, and
-hands it the validated values, per-group values, ``sglang_wins`` names and tuner rules. The C
-side parses nothing. Until then the env plugin serves the real environment, which activation has
-already made the profile's.
+The library is configured once per expectation, through the one binding (:mod:`sglang_eagle_nccl.native.binding`),
+loaded from the same path so NCCL's ``dlopen`` finds the instance configured here: the validated
+values, per-group values, ``sglang_wins`` names, tuner rules and this process's reads log (a
+descriptor created under the launch directory's rules). That happens when ``ctypes`` is first
+imported (see :func:`start`); once SGLang is imported, :func:`sync` only records what was
+configured. The C side parses nothing. Until then the env plugin serves the real environment,
+which activation has already made the profile's.
 """
 
 import os
@@ -26,31 +29,51 @@ if TYPE_CHECKING:  # pragma: no cover
 ENV_PLUGIN = "NCCL_ENV_PLUGIN"
 TUNER_PLUGIN = "NCCL_TUNER_PLUGIN"
 PLUGIN_VARS = (ENV_PLUGIN, TUNER_PLUGIN)
-READS_PREFIX = "nccl-reads-"
 
 
-def plugin_env(data: "Mapping[str, Any]", environ: "Mapping[str, str]") -> dict[str, str | None]:
-    """``NCCL_ENV_PLUGIN`` / ``NCCL_TUNER_PLUGIN`` for this process (None: unset); raises ProfileError."""
+def plugin_env(data: "Mapping[str, Any]", environ: "Mapping[str, str]",
+               profile_env: "Mapping[str, str] | None" = None) -> dict[str, str | None]:
+    """``NCCL_ENV_PLUGIN`` / ``NCCL_TUNER_PLUGIN`` for this process (None: unset); raises ProfileError.
+
+    ``profile_env``: what the profile sets in this process (:func:`~.activation.process_env`).
+    The env plugin is always this installation's. The tuner plugin is ours only when the profile
+    has ``[[tuner.rules]]``; without rules ``NCCL_TUNER_PLUGIN`` is the user's to choose, from the
+    profile (validated like every library path) or the environment, and is left as it is.
+    The CLI's ``validate``, ``env`` and ``doctor`` call this through :func:`~.activation.plan`.
+    """
     from sglang_eagle_nccl.contract.native_location import is_ours, library_file, present
 
     rules = bool(data.get("tuner_rules"))
+    wanted_tuner = (profile_env or {}).get(TUNER_PLUGIN)
     if present():
         for var in PLUGIN_VARS:
             current = environ.get(var)
-            if current and not is_ours(current):
-                from sglang_eagle_nccl.contract.findings import ProfileError, error
+            if not current or is_ours(current):
+                continue
+            if var == TUNER_PLUGIN and not rules:
+                continue  # the user's tuner (this profile's own, inherited, or the environment's): NCCL loads it
+            from sglang_eagle_nccl.contract.findings import ProfileError, error
 
-                raise ProfileError([
-                    error(
-                        var, current,
-                        "another NCCL plugin is set here, but sglang-eagle-nccl loads its own "
-                        + ("env plugin (it serves the profile to NCCL and records what NCCL read)" if var == ENV_PLUGIN
-                           else "tuner plugin") + " in every process, and NCCL loads only one",
-                        f"unset {var} (or uninstall sglang-eagle-nccl to use your own plugin)",
-                    )
-                ])
+            raise ProfileError([
+                error(
+                    var, current,
+                    "another NCCL plugin is set here, but sglang-eagle-nccl loads its own "
+                    + ("env plugin (it serves the profile to NCCL and records what NCCL read)" if var == ENV_PLUGIN
+                       else "tuner plugin (the profile's [[tuner.rules]] run in it)") + " in every process, and "
+                    "NCCL loads only one",
+                    f"unset {var} (or uninstall sglang-eagle-nccl to use your own plugin)" if var == ENV_PLUGIN
+                    else f"unset {var}, or drop the profile's [[tuner.rules]] to keep your own tuner plugin",
+                )
+            ])
         lib = library_file()
-        return {ENV_PLUGIN: lib, TUNER_PLUGIN: lib if rules else None}
+        out: dict[str, str | None] = {ENV_PLUGIN: lib}
+        if rules:
+            out[TUNER_PLUGIN] = lib
+        elif wanted_tuner:
+            out[TUNER_PLUGIN] = wanted_tuner
+        elif environ.get(TUNER_PLUGIN) and is_ours(environ[TUNER_PLUGIN]):
+            out[TUNER_PLUGIN] = None  # ours, inherited from a launch with rules: not this profile's
+        return out
     if rules:
         from sglang_eagle_nccl.contract.findings import ProfileError, error
         from sglang_eagle_nccl.native.library import status
@@ -97,17 +120,21 @@ def start(desired: "Mapping[str, str]", data: "Mapping[str, Any]", run_dir: str 
 
 
 def _configure(path: str, desired: "Mapping[str, str]", data: "Mapping[str, Any]", run_dir: str | None) -> None:
-    from sglang_eagle_nccl.native.env_control import load
+    """Everything the library needs, handed over at once (all or nothing before the environment is written)."""
+    from sglang_eagle_nccl.native.binding import load, rule_args_from_dict
 
-    control = load(path)
-    control.configure(_values(desired), data.get("groups", {}), data.get("policy", {}).get("sglang_wins", ()))
-    STATE.env_control = control
-    if run_dir is not None:
-        _open_reads_log(control, run_dir)
+    binding = load(path)
+    rules = [rule_args_from_dict(r) for r in data.get("tuner_rules", ())]
+    binding.configure_env(_values(desired), data.get("groups", {}), data.get("policy", {}).get("sglang_wins", ()))
+    if desired.get(TUNER_PLUGIN):
+        binding.configure_tuner(rules)
+    STATE.env_control = binding
+    if run_dir is not None and STATE.reads_log is None:
+        _open_reads_log(binding, run_dir)
 
 
 def _configure_late(_ctypes: "Any") -> None:
-    """``ctypes`` was just imported: configure the env plugin with what is expected now.
+    """``ctypes`` was just imported: configure the library with what is expected now.
 
     The environment was written at activation, so a failure here cannot be undone atomically;
     it fails closed instead: SGLang refuses to start in this process (the library was found at
@@ -115,93 +142,117 @@ def _configure_late(_ctypes: "Any") -> None:
     ``audit_required``)."""
     with STATE.lock:
         path = STATE.expected_env.get(ENV_PLUGIN)
-        if not STATE.active or STATE.env_control is not None or STATE.native_info is not None or not path:
+        if not STATE.active or STATE.env_control is not None or not path:
             return
         try:
             _configure(path, STATE.expected_env, STATE.data or {}, STATE.run_dir)
         except Exception as exc:  # noqa: BLE001 - any failure means the profile is not in force
-            from sglang_eagle_nccl.inproc.refusal import refuse_sglang
+            from sglang_eagle_nccl.inproc.refusal import refuse
 
-            refuse_sglang(exc)
+            refuse("native_late", exc)
 
 
-def _open_reads_log(control: "Any", run_dir: str) -> None:
-    reads = _reads_path(run_dir)
-    problem = control.open_reads_log(reads)
+def _open_reads_log(binding: "Any", run_dir: str) -> None:
+    """Create this process's reads log under the launch directory's rules and hand the library its descriptor.
+
+    The first line, written here, says whose reads these are (the process identity); the library's
+    own lines carry only the pid.
+    """
+    from sglang_eagle_nccl.contract.jsonlight import dumps
+    from sglang_eagle_nccl.contract.launch_dir import (
+        AuditError,
+        identity,
+        join_launch_dir,
+        open_record_file,
+        reads_file_name,
+    )
+
+    name = reads_file_name()
+    reads = os.path.join(run_dir, name)
+    problem = None
+    fd = -1
+    try:
+        try:
+            fd = open_record_file(run_dir, name)
+        except FileNotFoundError:
+            join_launch_dir(run_dir)  # a node without the launcher's filesystem
+            fd = open_record_file(run_dir, name)
+        import time
+
+        os.write(fd, (dumps({"event": "reads_log", "time": time.time(), **identity()}) + "\n").encode("utf-8"))
+        problem = binding.set_reads_log_fd(fd)
+    except (OSError, AuditError, ValueError) as exc:
+        problem = str(exc)
     if problem is None:
         STATE.reads_log = reads
+        # The audit reads a log only where its process says it made it: a file planted beside it is not NCCL's.
+        record("nccl_reads_log", file=name)
         return
+    if fd >= 0:
+        os.close(fd)
     message = f"cannot write NCCL's reads log {reads}: {problem}"
     if STATE.policy.get("audit_required"):
-        from sglang_eagle_nccl.contract.launch_dir import AuditError
-
         raise AuditError(message + " (audit_required is set)")
     log(f"WARNING: {message}; NCCL's own reads are not recorded", once="reads-log")
 
 
-def _reads_path(run_dir: str) -> str:
-    from sglang_eagle_nccl.contract.launch_dir import hostname
-
-    return os.path.join(run_dir, f"{READS_PREFIX}{hostname().replace('/', '-')}-{os.getpid()}.jsonl")
-
-
 def sync() -> None:
-    """Configure the library NCCL will load in this process with the profile now in force."""
+    """Once SGLang is imported: make sure the library was configured, and record what it got."""
     path = STATE.expected_env.get(ENV_PLUGIN)
     if not path or STATE.data is None:
         return
-    from pathlib import Path
+    if STATE.env_control is None:
+        # ctypes was never imported before SGLang (an unusual import order): configure now, before any
+        # NCCL call; a library that cannot be loaded is a broken installation.
+        from sglang_eagle_nccl.native.binding import BindingError
 
-    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_from_dict, rules_digest
-    from sglang_eagle_nccl.native.library import NativeUnavailable, load
+        try:
+            _configure(path, STATE.expected_env, STATE.data, STATE.run_dir)
+        except BindingError as exc:
+            from sglang_eagle_nccl.contract.findings import ProfileError, error
 
-    try:
-        lib = load(Path(path))
-    except NativeUnavailable as exc:
-        from sglang_eagle_nccl.contract.findings import ProfileError, error
-
-        # The file was there at activation; failing to load it now is a broken installation.
-        raise ProfileError([
-            error(ENV_PLUGIN, path, f"the native plugin library cannot be loaded: {exc}", "reinstall sglang-eagle-nccl")
-        ]) from None
-    rules = [rule_from_dict(r) for r in STATE.data.get("tuner_rules", ())]
-    lib.configure_env(_values(STATE.expected_env), STATE.data.get("groups", {}), STATE.policy.get("sglang_wins", ()))
-    lib.configure_tuner(rules)
-    first = STATE.native_info is None
-    STATE.native_info = {"library_version": lib.library_version(), "rules_digest": rules_digest(rules)}
+            raise ProfileError([
+                error(ENV_PLUGIN, path, f"the native plugin library cannot be loaded: {exc}", "reinstall sglang-eagle-nccl")
+            ]) from None
+    binding = STATE.env_control
     if STATE.run_dir is not None and STATE.reads_log is None:
-        _open_reads_log(lib, STATE.run_dir)
+        _open_reads_log(binding, STATE.run_dir)
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_from_dict, rules_digest
+
+    rules = [rule_from_dict(r) for r in STATE.data.get("tuner_rules", ())]
+    first = STATE.native_info is None
+    STATE.native_info = {"library_version": binding.library_version(), "rules_digest": rules_digest(rules)}
     if first:
         import atexit
 
         # Counts of repeated reads go to the log at exit (NCCL's finalize may never run).
-        atexit.register(_flush, lib)
+        atexit.register(_flush, binding)
     record(
         "native_plugins",
         library=path,
         library_version=STATE.native_info["library_version"],
         rules_digest=STATE.native_info["rules_digest"],
-        tuner=bool(rules),
+        tuner=binding.tuner_rule_count() > 0,
         reads_log=STATE.reads_log,
     )
 
 
-def _flush(lib: "Any") -> None:
+def _flush(binding: "Any") -> None:
     try:
-        lib.flush_reads_counts()
+        binding.flush_reads_counts()
     except Exception:  # noqa: BLE001 - at exit: nothing left to report to
         pass
 
 
 def resync() -> None:
     """After the expectation changed (launch flags, node rank, launch joined): hand it over again."""
+    if STATE.env_control is None:
+        return  # not configured yet: the configuration will use the expectation in force then
+    path = STATE.expected_env.get(ENV_PLUGIN)
+    if path:
+        _configure(path, STATE.expected_env, STATE.data or {}, STATE.run_dir)
     if STATE.native_info is not None:
         sync()
-    elif STATE.env_control is not None:
-        STATE.env_control.configure(_values(STATE.expected_env), (STATE.data or {}).get("groups", {}),
-                                    STATE.policy.get("sglang_wins", ()))
-        if STATE.run_dir is not None and STATE.reads_log is None:
-            _open_reads_log(STATE.env_control, STATE.run_dir)
 
 
 def select_group(label: str | None) -> None:

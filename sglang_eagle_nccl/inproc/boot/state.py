@@ -51,6 +51,9 @@ class ProcessState:
         # profile replaced by launch flags gives back what the user had exported.
         self.saved_before: dict[str, str | None] = {}
         self.run_dir: str | None = None
+        # NCCL variables SGLang itself wrote in this process (a launcher: argument resolution and
+        # _set_envs_and_config); processes started elsewhere (Ray actors) get their final values.
+        self.sglang_written: set[str] = set()
         # The native plugin library once configured: its version and rules digest (ranks compare
         # them), and this process's file of NCCL's own reads.
         self.native_info: dict[str, str] | None = None

@@ -49,17 +49,42 @@ def fingerprint(env: Mapping[str, str], extras: Mapping[str, str] | None = None)
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def payload(env: Mapping[str, str], rank: int, extras: Mapping[str, str] | None = None) -> dict[str, Any]:
+def payload(env: Mapping[str, str], rank: int, extras: Mapping[str, str] | None = None,
+            node: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What one rank contributes: its must-match NCCL values plus ``extras`` (e.g. the native
-    plugin library version and tuner-rules digest, named in parentheses so no NCCL name collides)."""
+    plugin library version and tuner-rules digest, named in parentheses so no NCCL name collides),
+    and where it runs: ``node`` (its node rank, its Ray node), so an error can name the nodes even
+    where hostnames repeat (containers, Ray nodes of one machine)."""
     values = {**must_match_part(env), **(extras or {})}
     return {
         "rank": rank,
         "host": socket.gethostname(),
         "pid": os.getpid(),
+        "node": {k: v for k, v in (node or {}).items() if v is not None},
         "fingerprint": fingerprint(env, extras),
         "values": values,
     }
+
+
+def _where(p: Mapping[str, Any]) -> str:
+    """``host:pid`` plus the node rank and Ray node a rank reported (older payloads have neither)."""
+    node = p.get("node") if isinstance(p.get("node"), Mapping) else {}
+    parts = []
+    if node.get("node_rank") is not None:
+        parts.append(f"node {node['node_rank']}")
+    if node.get("ray_node"):
+        parts.append(f"Ray node {str(node['ray_node'])[:12]}")
+    return f"{p['host']}:{p['pid']}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _node_ranks(payloads: Sequence[Mapping[str, Any]]) -> dict[int, Any]:
+    """rank -> node rank, when the ranks reported more than one node rank (else {}: nothing to add)."""
+    found = {}
+    for p in payloads:
+        node = p.get("node") if isinstance(p.get("node"), Mapping) else {}
+        if node.get("node_rank") is not None:
+            found[int(p["rank"])] = node["node_rank"]
+    return found if len(set(found.values())) > 1 else {}
 
 
 @dataclass(frozen=True)
@@ -67,14 +92,18 @@ class Mismatch:
     variable: str
     values_by_rank: tuple[tuple[int, str | None], ...]
 
-    def describe(self) -> str:
+    def describe(self, node_ranks: Mapping[int, Any] | None = None) -> str:
         groups: dict[str | None, list[int]] = {}
         for rank, value in self.values_by_rank:
             groups.setdefault(value, []).append(rank)
-        parts = [
-            f"rank{'s' if len(r) > 1 else ''} {','.join(map(str, r))}: {'(unset)' if v is None else repr(v)}"
-            for v, r in groups.items()
-        ]
+        nodes = node_ranks or {}
+
+        def who(ranks: list[int]) -> str:
+            text = f"rank{'s' if len(ranks) > 1 else ''} {','.join(map(str, ranks))}"
+            on = sorted({nodes[r] for r in ranks if r in nodes}, key=str)
+            return text + (f" (node{'s' if len(on) > 1 else ''} {','.join(map(str, on))})" if on else "")
+
+        parts = [f"{who(r)}: {'(unset)' if v is None else repr(v)}" for v, r in groups.items()]
         return f"{self.variable} differs ({'; '.join(parts)})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,13 +124,16 @@ def compare(payloads: Sequence[Mapping[str, Any]]) -> list[Mismatch]:
 
 
 def format_error(group: str, mismatches: Sequence[Mismatch], payloads: Sequence[Mapping[str, Any]]) -> str:
-    hosts = {int(p["rank"]): f"{p['host']}:{p['pid']}" for p in payloads}
+    hosts = {int(p["rank"]): _where(p) for p in payloads}
+    node_ranks = _node_ranks(payloads)
+    nodes = sorted(set(node_ranks.values()), key=str)
+    on_nodes = f" on nodes {', '.join(map(str, nodes))}" if nodes else ""
     lines = [
         f"NCCL settings differ between ranks of SGLang group '{group}' "
-        f"(ranks {', '.join(str(r) for r in sorted(hosts))}); NCCL does not check this and would hang or "
+        f"(ranks {', '.join(str(r) for r in sorted(hosts))}{on_nodes}); NCCL does not check this and would hang or "
         "corrupt data:"
     ]
-    lines += [f"  - {m.describe()}" for m in mismatches]
+    lines += [f"  - {m.describe(node_ranks)}" for m in mismatches]
     lines.append(
         "  Fix: give every rank the same value (one profile for all nodes; per-node sections only for "
         "node-local variables), or check what else sets NCCL_* on the odd rank(s). Processes: "
@@ -165,13 +197,14 @@ def check_group(
     *,
     timeout_s: float,
     extras: Mapping[str, str] | None = None,
+    node: Mapping[str, Any] | None = None,
 ) -> CheckResult:
     """All-gather the must-match NCCL settings over ``cpu_group``; return what differs."""
     import torch.distributed as dist
 
     world_size = dist.get_world_size(group=cpu_group)
     rank = dist.get_rank()
-    item = payload(env, rank, extras)
+    item = payload(env, rank, extras, node)
     gathered = _gather_with_timeout(cpu_group, item, world_size, timeout_s) if world_size > 1 else [item]
     mismatches = compare(gathered)
     return CheckResult(

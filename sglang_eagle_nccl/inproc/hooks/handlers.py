@@ -2,7 +2,8 @@
 
 Handlers live in modules by where they run (``hook_launcher``: SGLang's launcher process;
 ``hook_groups``: communicator creation in ranks; ``hook_workers``: scheduler / worker set-up;
-``hook_cli``: the server CLI). The patch manifests name handlers by the keys of :data:`HANDLERS`.
+``hook_cli``: the server CLI; ``hook_ray``: the Ray actors SGLang creates). The patch manifests
+name handlers by the keys of :data:`HANDLERS`.
 
 Handler conventions (the manifest ``kind`` says which one a handler follows):
 
@@ -28,7 +29,7 @@ from typing import Any
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.inproc.boot.state import STATE, record
-from sglang_eagle_nccl.inproc.hooks import hook_cli, hook_groups, hook_launcher, hook_workers
+from sglang_eagle_nccl.inproc.hooks import hook_cli, hook_groups, hook_launcher, hook_ray, hook_workers
 from sglang_eagle_nccl.inproc.hooks.patching import bind
 
 TYPE_CHECKING = False
@@ -48,6 +49,9 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "torch_pg_options": hook_groups.torch_pg_options,
     "cli_add_flags": hook_cli.cli_add_flags,
     "cli_capture": hook_cli.cli_capture,
+    "ray_scheduler_actors": hook_ray.scheduler_actors,
+    "ray_engine_actor": hook_ray.engine_actor,
+    "ray_actor_options": hook_ray.actor_options,
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.log import log
-from sglang_eagle_nccl.inproc.boot import activation
+from sglang_eagle_nccl.inproc.boot import activation, environ
 from sglang_eagle_nccl.inproc.boot.state import STATE
 
 FLAG_HELP = {
@@ -54,14 +54,13 @@ def activate_from_cli(
     Nothing is written unless every check passed; a flag profile replaces one the environment
     activated at interpreter start (nothing has been spawned yet).
     """
-    from sglang_eagle_nccl.inproc.refusal import message_of
     from sglang_eagle_nccl.profile.resolve import resolve
 
     saved_rank = os.environ.get(names.ENV_NODE_RANK)
     try:
         if node_rank is not None:
             # --node-rank of this launcher selects [nodes.<rank>.env], here and in every child.
-            os.environ[names.ENV_NODE_RANK] = str(node_rank)
+            environ.write({names.ENV_NODE_RANK: str(node_rank)})
         resolution = resolve(
             list(profiles),
             env_flags=list(env_flags),
@@ -74,13 +73,12 @@ def activate_from_cli(
         else:
             activation.apply(activation.plan(resolution.profile), origin="cli")
     except BaseException as exc:  # noqa: BLE001 - fail closed: SGLang must not start unconfigured
-        if isinstance(exc, SystemExit):
+        if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             raise
-        from sglang_eagle_nccl.inproc.env_writer import put_back
+        from sglang_eagle_nccl.inproc.refusal import refuse
 
-        put_back({names.ENV_NODE_RANK: saved_rank})
-        log(message_of(exc))
-        raise SystemExit(2) from None
+        environ.put_back({names.ENV_NODE_RANK: saved_rank})
+        refuse("cli_flags", exc)
 
 
 def cli_capture(original: Callable[..., Any], instance: Any, args: tuple, kwargs: dict, arguments: dict) -> Any:

@@ -10,6 +10,7 @@ corrupts data), and the audit records what each communicator was created with.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,20 @@ def _backend_name(group: Any) -> str | None:
         return str(dist.get_backend(group))
     except Exception:  # noqa: BLE001 - diagnostics only
         return None
+
+
+def _node_identity() -> dict[str, Any]:
+    """Where this rank runs, for the consistency error: its node rank, and its Ray node when it is a
+    Ray actor (the Ray nodes of one machine, or containers, share a hostname)."""
+    node: dict[str, Any] = {"node_rank": STATE.node_rank}
+    ray = sys.modules.get("ray")
+    if ray is not None:
+        try:
+            if ray.is_initialized():
+                node["ray_node"] = ray.get_runtime_context().get_node_id()
+        except Exception:  # noqa: BLE001 - diagnostics only
+            pass
+    return node
 
 
 def _consistency(group_name: str, cpu_group: Any, env: dict[str, str]) -> None:
@@ -54,7 +69,7 @@ def _consistency(group_name: str, cpu_group: Any, env: dict[str, str]) -> None:
 
         result = consistency.check_group(
             cpu_group, group_name, env, timeout_s=float(policy.get("consistency_timeout_s", 60.0)),
-            extras=consistency_extras(),
+            extras=consistency_extras(), node=_node_identity(),
         )
     except ConsistencyError as exc:
         record("consistency_failed", group=group_name, error=str(exc), mode=mode)

@@ -25,7 +25,7 @@ from sglang_eagle_nccl.inproc.refusal import stop
 
 SERVER_FLAGS = (
     "enable_symm_mem", "enable_nccl_nvls", "enable_deterministic_inference", "tp_size", "dp_size", "pp_size",
-    "nnodes", "node_rank",
+    "nnodes", "node_rank", "use_ray",
 )
 
 
@@ -63,6 +63,7 @@ def server_args_resolution(original: Callable[..., Any], instance: Any, args: tu
     writes = envmod.diff(before, envmod.nccl_snapshot())
     if not writes:
         return result
+    STATE.sglang_written.update(c.name for c in writes)
     correctness = _correctness_writes(instance)
     keep = _sglang_wins()
     expected = STATE.expected_env
@@ -137,6 +138,7 @@ def engine_env(original: Callable[..., Any], instance: Any, args: tuple, kwargs:
     before = envmod.nccl_snapshot()
     result = original(*args, **kwargs)
     writes = envmod.diff(before, envmod.nccl_snapshot())
+    STATE.sglang_written.update(c.name for c in writes)
     keep = _sglang_wins()
     overwrites = envmod.restore(STATE.expected_env, keep=keep)
     record(

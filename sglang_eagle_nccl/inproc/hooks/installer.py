@@ -6,7 +6,8 @@ Installation is idempotent per hook. Hooks run through :func:`~sglang_eagle_nccl
 whichever mechanism installed them (wrapt, or SGLang's HookRegistry on >= 0.5.11).
 
 This runs once in every SGLang process, so it avoids what the offline tools may spend: the
-version comes from the ``METADATA`` file next to the imported package (``importlib.metadata``
+version comes from the ``METADATA`` file next to the imported package
+(:func:`~sglang_eagle_nccl.contract.versions.installed_sglang_version`; ``importlib.metadata``
 scans every distribution on ``sys.path``: ~18 M instructions in an SGLang venv), and the manifests
 from their checked JSON index (:mod:`~sglang_eagle_nccl.contract.manifests`) instead of
 parsing the TOML files; :mod:`~sglang_eagle_nccl.knowledge.sglang.patchsets` is imported only when the
@@ -42,47 +43,6 @@ def _on_hook_result(hook: Hook, mechanism: str, failure: str | None) -> None:
             log(f"required hook target {hook.target} could not be installed: {failure}")
 
 
-def _version_beside_package() -> str | None:
-    """``Version:`` of the one ``sglang-*.dist-info`` next to the imported ``sglang`` package, or None.
-
-    That directory is where pip installed the package this process runs; a single directory
-    listing and a few lines of one file, instead of a scan of every distribution on sys.path.
-    """
-    import os
-
-    package_file = getattr(sys.modules.get("sglang"), "__file__", None)
-    if not package_file:
-        return None
-    site = os.path.dirname(os.path.dirname(package_file))
-    try:
-        found = [n for n in os.listdir(site) if n.startswith("sglang-") and n.endswith(".dist-info")]
-        if len(found) != 1:
-            return None  # none (editable install) or several (a broken upgrade): ask importlib.metadata
-        with open(os.path.join(site, found[0], "METADATA"), encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    return None  # end of the headers
-                if line.startswith("Version:"):
-                    return line.split(":", 1)[1].strip() or None
-    except OSError:
-        return None
-    return None
-
-
-def installed_sglang_version() -> str:
-    # The installed distribution's metadata is authoritative (it carries local tags such as
-    # +cu130); the package's own __version__ is only the fallback for a source checkout.
-    found = _version_beside_package()
-    if found is not None:
-        return found
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("sglang")
-    except PackageNotFoundError:
-        return getattr(sys.modules.get("sglang"), "__version__", None) or "0"
-
-
 def _cli_allows_partial() -> bool:
     """SGLang's server CLI given ``--nccl-allow-partial``: the patch set is chosen at ``import sglang``,
     before SGLang parses its arguments, so with the gate set the flag would come too late."""
@@ -98,7 +58,10 @@ def select() -> Selection:
 
     if STATE.selection is not None:
         return STATE.selection
-    installed = installed_sglang_version()
+    from sglang_eagle_nccl.contract.versions import installed_sglang_version
+
+    # "0" when nothing says which SGLang this is: refused as older than every supported release.
+    installed = installed_sglang_version() or "0"
     selection: Any = manifest_index.select(installed)
     uncovered: list[dict[str, Any]] = []
     if selection is None:
@@ -158,14 +121,14 @@ def _plugins_already_loaded() -> bool:
 
 def install_patches(*, from_entry_point: bool = False) -> None:
     """Install the selected patch set's hooks (idempotent per hook). Raises PatchSetError."""
-    from packaging.version import Version
+    from sglang_eagle_nccl.contract.versions import parse
 
     with STATE.lock:
         if not STATE.active:
             return
         selection = select()
         patch_set = selection.patch_set
-        version = Version(selection.version)
+        version = parse(selection.version)
         register_now = from_entry_point or _plugins_already_loaded()
         registered_late = False
         # SGLang's HookRegistry only on request: it reaches only processes that call load_plugins()

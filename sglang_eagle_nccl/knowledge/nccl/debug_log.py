@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sglang_eagle_nccl.knowledge.nccl.c_reading import read_level, strtol_int, strtoll0
+
 __all__ = [
     "ConfigSetting",
     "CommInit",
@@ -859,10 +861,6 @@ _UNOBSERVABLE = frozenset(
     }
 )
 _LEVEL_VARS = frozenset({"NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_IB_GDR_LEVEL"})
-# graph/paths.cc levelsOldToNew: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 SYS, 5 SYS; larger -> SYS
-_OLD_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
-_LEVEL_NAMES = frozenset({"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN", "P2C", "PHB", "SYS", "NET"})
-
 _HINTS = {
     "NCCL_P2P_LEVEL": "read once per process by the topology code of the first communicator "
     "init (graph/paths.cc); only upper-case level names or digits are accepted, anything else "
@@ -881,31 +879,17 @@ _GENERIC_HINT = (
 
 
 def _strtoll(text: str) -> tuple[int | None, bool]:
-    """C ``strtoll(text, &end, 0)``: (value or None, whether the whole string was consumed)."""
-    t = text.lstrip(" \t\n\r\f\v")
-    m = re.match(r"([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", t)
-    if not m:
+    """C ``strtoll(text, &end, 0)`` (the one emulation): (value, or None when NCCL would keep its
+    default: no digits or an overflow; whether the whole string was read)."""
+    parsed = strtoll0(text)
+    if parsed.consumed == "" or parsed.overflow:
         return None, False
-    digits = m.group(2)
-    if len(digits) > 24:  # beyond any long long: NCCL's strtoll overflows (and int() may refuse it)
-        return None, False
-    if digits[:2] in ("0x", "0X"):
-        value = int(digits, 16)
-    elif len(digits) > 1 and digits[0] == "0":
-        value = int(digits, 8)
-    else:
-        value = int(digits)
-    return (-value if m.group(1) == "-" else value), m.end() == len(t)
+    return parsed.value, parsed.rest == ""
 
 
 def _level_name(text: str) -> str | None:
-    if text in _LEVEL_NAMES:
-        return text
-    if text[:1].isdigit():
-        value, _ = _strtoll(text)
-        if value is not None:
-            return _OLD_LEVELS[min(value, len(_OLD_LEVELS) - 1)]
-    return None
+    """The level ncclGetLevel uses for ``text``; None where NCCL ignores it (or reads outside its table)."""
+    return read_level(text).level
 
 
 def _agree(name: str, expected: str, report: EnvReport) -> tuple[bool, str]:
@@ -918,7 +902,8 @@ def _agree(name: str, expected: str, report: EnvReport) -> tuple[bool, str]:
             return False, f"NCCL ignores {name}={expected!r} (not an upper-case level name or a number)"
         return level == report.value, ""
     if name == "NCCL_P2P_DISABLE" and report.value == "LOC":
-        return _strtoll(expected)[0] == 1, ""
+        # ncclGetLevel reads the *_DISABLE switch with strtol into a C int and compares it with 1.
+        return strtoll0(expected).consumed != "" and strtol_int(expected) == 1, ""
     if re.fullmatch(r"-?[0-9]{1,19}", report.value):
         value, whole = _strtoll(expected)
         if value is None:

@@ -11,23 +11,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from packaging.version import Version
 
 from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.findings import Finding, error, warning
 from sglang_eagle_nccl.contract.names import is_ascii_digits
+from sglang_eagle_nccl.knowledge.nccl.c_reading import (  # noqa: F401 - re-exported: the one copy lives there
+    LEGACY_LEVELS,
+    LEVEL_SINCE,
+    LEVELS,
+    LLONG_MAX,
+    LLONG_MIN,
+    Strtoll,
+    read_level,
+    strtoll0,
+)
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
 # First NCCL release that knows each algorithm name (older releases ignore / reject it).
 ALGORITHM_SINCE = {"NVLS": "2.17", "NVLSTree": "2.18", "PAT": "2.23"}
 FUNCTIONS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
-# topoPathTypeStr order: index = legacy meaning in NCCL's path type enum.
-LEVELS = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN", "P2C", "PHB", "SYS")
-LEVEL_SINCE = {"C2C": "2.26", "P2C": "2.27"}
-LEGACY_LEVELS = {0: "LOC", 1: "PIX", 2: "PXB", 3: "PHB", 4: "SYS", 5: "SYS"}
 DEBUG_LEVELS = ("VERSION", "WARN", "INFO", "ABORT", "TRACE")
 DEBUG_SUBSYS = (
     "INIT", "COLL", "P2P", "SHM", "NET", "GRAPH", "TUNING", "ENV", "ALLOC", "CALL", "PROXY",
@@ -39,75 +44,6 @@ CTA_POLICIES = {"DEFAULT": 0, "EFFICIENCY": 1, "ZERO": 2}
 # hit Python's int-conversion limit; longer numbers are not sizes anyone means.
 _SIZE_SUFFIX = re.compile(r"^\s*([0-9]{1,15}(?:\.[0-9]{1,15})?)\s*([kKmMgGtT])(i?[bB])?\s*$", re.ASCII)
 _SUFFIX_POWER = {"k": 1, "m": 2, "g": 3, "t": 4}
-
-# C's long long, which NCCL's ncclLoadParam (src/misc/param.cc) fills with strtoll(str, NULL, 0).
-LLONG_MIN = -(2**63)
-LLONG_MAX = 2**63 - 1
-_C_SPACE = frozenset(" \t\n\v\f\r")
-_BASE_DIGITS = {
-    8: frozenset("01234567"),
-    10: frozenset("0123456789"),
-    16: frozenset("0123456789abcdefABCDEF"),
-}
-# Significant digits beyond which a number cannot fit a long long in that base (LLONG_MAX has
-# 19 decimal, 16 hex and 21 octal digits). Longer digit strings are known to overflow without
-# converting them, which keeps int() away from Python's digit limit and from quadratic work.
-_MAX_SIGNIFICANT = {8: 21, 10: 19, 16: 16}
-
-
-@dataclass(frozen=True)
-class Strtoll:
-    """What C's ``strtoll(s, &end, 0)`` makes of a string."""
-
-    value: int  # what strtoll returns (LLONG_MIN / LLONG_MAX when it overflows)
-    consumed: str  # the prefix strtoll read
-    rest: str  # what it silently ignored
-    octal: bool  # base-0 parsing read a leading 0 as octal
-    # errno == ERANGE: NCCL logs "Invalid value ... using default" and keeps its default.
-    overflow: bool = False
-
-
-def strtoll0(text: str) -> Strtoll:
-    """Emulate ``strtoll(text, &end, 0)``: leading spaces, sign, 0x hex, leading-0 octal.
-
-    Only ASCII digits count, as in C: "٣" is not a digit to strtoll, whatever Python's
-    ``str.isdigit()`` says.
-    """
-    i = 0
-    n = len(text)
-    while i < n and text[i] in _C_SPACE:
-        i += 1
-    start = i
-    negative = False
-    if i < n and text[i] in "+-":
-        negative = text[i] == "-"
-        i += 1
-    base = 10
-    if text[i : i + 2] in ("0x", "0X") and i + 2 < n and text[i + 2] in _BASE_DIGITS[16]:
-        base = 16
-        i += 2
-    elif i < n and text[i] == "0":
-        base = 8
-    digits = _BASE_DIGITS[base]
-    j = i
-    while j < n and text[j] in digits:
-        j += 1
-    if j == i:  # no digits at all: strtoll returns 0 and consumes nothing
-        return Strtoll(0, "", text, False)
-    raw = text[i:j]
-    significant = raw.lstrip("0")
-    octal = base == 8 and len(raw) > 1 and significant != ""
-    if len(significant) > _MAX_SIGNIFICANT[base]:
-        overflow = True
-        value = LLONG_MIN if negative else LLONG_MAX
-    else:
-        magnitude = int(significant, base) if significant else 0
-        value = -magnitude if negative else magnitude
-        overflow = not LLONG_MIN <= value <= LLONG_MAX
-        if overflow:
-            value = LLONG_MIN if negative else LLONG_MAX
-    return Strtoll(value, text[start:j], text[j:], octal, overflow)
-
 
 def _intended_size(text: str) -> int | None:
     m = _SIZE_SUFFIX.match(text)
@@ -260,16 +196,35 @@ def check_choice(name: str, value: str, choices: Sequence[str], case_sensitive: 
 def check_level(name: str, value: str, nccl_version: Version | None) -> list[Finding]:
     if value == "":
         return [error(name, value, "an empty level is ignored by NCCL", f"remove {name} or give a level name")]
-    if value[0] in _BASE_DIGITS[10]:
+    reading = read_level(value)
+    if reading.how == "undefined":
+        return [
+            error(
+                name, value,
+                f"NCCL reads a legacy level with strtol into a C int, which makes {value!r} {reading.number}; a "
+                "negative level passes NCCL's range check and indexes outside its level table (undefined behaviour)",
+                f"use one of {', '.join(LEVELS)}",
+            )
+        ]
+    if reading.how == "legacy":
         parsed = strtoll0(value)
-        if parsed.rest or parsed.octal or parsed.overflow:
-            return [error(name, value, "a legacy level must be a plain integer 0-5", f"use one of {', '.join(LEVELS)}")]
-        level = LEGACY_LEVELS.get(parsed.value, "SYS")
+        plain = not (parsed.rest or parsed.octal or parsed.overflow) and reading.number == parsed.value
+        if not plain:
+            # "09" is octal 0, "2x" is 2, 4294967296 wraps to 0 in a C int: NCCL reads a level
+            # nobody wrote, and says only which one in its debug log.
+            return [
+                error(
+                    name, value,
+                    f"a legacy level must be a plain integer 0-5: NCCL reads {value!r} with strtol into a C int as "
+                    f"{reading.number}, i.e. {reading.level}",
+                    f"write the level name, e.g. {name}={reading.level}",
+                )
+            ]
         return [
             warning(
                 name, value,
-                f"legacy integer level; NCCL maps {parsed.value} to {level}",
-                f"write {name}={level} to say what you mean",
+                f"legacy integer level; NCCL maps {reading.number} to {reading.level}",
+                f"write {name}={reading.level} to say what you mean",
             )
         ]
     if value in LEVELS:

@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import product
+from itertools import pairwise
 from typing import Any
 
 from sglang_eagle_nccl.contract.findings import Finding, ProfileError, error, warning
@@ -41,6 +41,9 @@ ALGORITHM_IDS = {name: i for i, name in enumerate(ALGORITHMS)}
 PROTOCOL_IDS = {name: i for i, name in enumerate(PROTOCOLS)}
 # NCCL's nChannels limit (MAXCHANNELS: 32 before 2.18, 64 since).
 MAX_CHANNELS = 64
+# NCCL passes nBytes, nRanks and nNodes as size_t (64 bits on every platform the plugin is built for): no
+# bound above it can ever be asked, and the C tuner stores bounds as uint64_t (native/abi.py uses this).
+SIZE_T_MAX = (1 << 64) - 1
 RULE_KEYS = ("collective", "bytes", "algorithm", "protocol", "nranks", "nnodes", "group", "channels")
 _GROUP_LABEL = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
 
@@ -125,6 +128,14 @@ def _name(kind: str, choices: Sequence[str], raw: Any, where: str, findings: lis
     return match
 
 
+def _shown(raw: Any) -> str:
+    # repr() of an integer over Python's 4300-digit limit raises; the finding shows its size instead.
+    try:
+        return repr(raw)
+    except ValueError:
+        return "a list holding an integer of more than 4300 digits"
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -142,13 +153,15 @@ def _bytes(raw: Any, where: str, findings: list[Finding]) -> tuple[int, int | No
         findings.append(error(where, repr(raw), "must be a list of two sizes [min, max)", f"write e.g. {example}"))
         return None
     lo, hi = raw
-    if not _is_int(lo) or lo < 0:
-        findings.append(error(where, repr(raw), "min must be an integer number of bytes >= 0", f"write e.g. {example}"))
+    if not _is_int(lo) or lo < 0 or lo >= SIZE_T_MAX:
+        findings.append(error(where, _shown(raw), f"min must be an integer number of bytes from 0 to {SIZE_T_MAX - 1}",
+                              f"write e.g. {example}"))
         return None
     if _is_inf(hi):
         return lo, None
-    if not _is_int(hi):
-        findings.append(error(where, repr(raw), "max must be an integer number of bytes or \"inf\"", f"write e.g. {example} or [65536, \"inf\"]"))
+    if not _is_int(hi) or hi > SIZE_T_MAX:
+        findings.append(error(where, _shown(raw), f"max must be an integer number of bytes up to {SIZE_T_MAX} (NCCL's "
+                              "size_t: no message is larger) or \"inf\"", f"write e.g. {example} or [65536, \"inf\"]"))
         return None
     if hi == lo:
         findings.append(error(where, repr(raw), "the range [min, max) is empty: max is excluded, so nothing matches", f"write [{lo}, {hi + 1}] or more"))
@@ -165,13 +178,15 @@ def _count_range(raw: Any, where: str, what: str, findings: list[Finding]) -> Ra
         findings.append(error(where, repr(raw), f"must be a list [min, max] of {what} (both included)", f"write e.g. {example}"))
         return None
     lo, hi = raw
-    if not _is_int(lo) or lo < 1:
-        findings.append(error(where, repr(raw), f"min must be an integer >= 1 ({what})", f"write e.g. {example}"))
+    if not _is_int(lo) or lo < 1 or lo > SIZE_T_MAX:
+        findings.append(error(where, _shown(raw), f"min must be an integer from 1 to {SIZE_T_MAX} ({what})",
+                              f"write e.g. {example}"))
         return None
     if _is_inf(hi):
         return lo, None
-    if not _is_int(hi):
-        findings.append(error(where, repr(raw), "max must be an integer or \"inf\"", f"write e.g. {example}"))
+    if not _is_int(hi) or hi > SIZE_T_MAX:
+        findings.append(error(where, _shown(raw), f"max must be an integer up to {SIZE_T_MAX} (NCCL's size_t) or \"inf\"",
+                              f"write e.g. {example}"))
         return None
     if hi < lo:
         findings.append(error(where, repr(raw), "the range is inverted (min > max)", f"write [{hi}, {lo}]"))
@@ -270,8 +285,82 @@ def _covers_group(earlier: TunerRule, later: TunerRule) -> bool:
     return earlier.group is None or earlier.group == later.group
 
 
-def _shadowing(rules: Sequence[TunerRule], index: int) -> list[int] | None:
-    """Indices of the earlier rules that together match every call rule ``index`` matches, or None."""
+# Rules in one profile. The C tuner tries them in order for every collective call NCCL makes (first
+# match wins), so the list sits on NCCL's hot path; real profiles hold a handful. The bound also
+# keeps the shadow check below quadratic in the worst case.
+MAX_RULES = 256
+# Boxes the shadow check may examine in its multi-dimensional sweep, over all rules of a profile
+# (about a second of work on a slow core). Rules that differ from the earlier ones in one
+# dimension only (the usual case: byte ranges) are decided by an interval merge that costs nothing
+# from it; only many rules overlapping in bytes, ranks and nodes at once can exhaust it.
+SHADOW_BUDGET = 500_000
+
+
+class ShadowBudget:
+    """Work left to the shadow check of one profile; ``spent`` is what it examined."""
+
+    def __init__(self, units: int = SHADOW_BUDGET) -> None:
+        self.left = units
+        self.spent = 0
+
+    def spend(self, units: int) -> bool:
+        if self.left < 0:
+            return False  # spent: every later sweep stops at once
+        self.spent += units
+        self.left -= units
+        return self.left >= 0
+
+
+Box = tuple[tuple[int, int], ...]
+
+
+def _merged_cover(lo: int, hi: int, intervals: Iterable[tuple[int, int]]) -> bool:
+    """Whether half-open ``intervals`` together cover [lo, hi)."""
+    reach = lo
+    for a, z in sorted(intervals):
+        if a > reach:
+            return False
+        reach = max(reach, z)
+        if reach >= hi:
+            return True
+    return reach >= hi
+
+
+def _covered(target: Box, boxes: list[Box], budget: ShadowBudget) -> bool | None:
+    """Whether the union of ``boxes`` (each inside ``target``) covers ``target``; None: over budget.
+
+    Dimensions every box spans entirely play no part; with one dimension left, an interval merge
+    decides. Otherwise the target is cut into slabs at the box edges of its first open dimension,
+    and each slab's set of boxes spanning it is decided one dimension lower (equal sets once).
+    """
+    if not boxes:
+        return False
+    open_dims = [d for d in range(len(target)) if any(b[d] != target[d] for b in boxes)]
+    if not open_dims or any(all(b[d] == target[d] for d in open_dims) for b in boxes):
+        return True  # one box is the whole target
+    if len(open_dims) == 1:
+        d = open_dims[0]
+        return _merged_cover(target[d][0], target[d][1], (b[d] for b in boxes))
+    d, rest = open_dims[0], open_dims[1:]
+    lo, hi = target[d]
+    edges = sorted({lo, hi, *(e for b in boxes for e in b[d] if lo < e < hi)})
+    seen: dict[tuple[int, ...], bool] = {}
+    for a, z in pairwise(edges):
+        if not budget.spend(len(boxes)):
+            return None
+        active = tuple(i for i, b in enumerate(boxes) if b[d][0] <= a and b[d][1] >= z)
+        if active in seen:
+            continue
+        answer = _covered(tuple(target[r] for r in rest), [tuple(boxes[i][r] for r in rest) for i in active], budget)
+        if answer is not True:
+            return answer
+        seen[active] = True
+    return True
+
+
+def _shadowing(rules: Sequence[TunerRule], index: int, budget: ShadowBudget) -> tuple[list[int], bool | None]:
+    """The earlier rules overlapping rule ``index``, and whether together they match every call it
+    matches (None: undecided within ``budget``)."""
     rule = rules[index]
     target = _box(rule)
     candidates = [
@@ -279,36 +368,40 @@ def _shadowing(rules: Sequence[TunerRule], index: int) -> list[int] | None:
         if rules[i].collective == rule.collective and _covers_group(rules[i], rule)
         and all(lo < t_hi and t_lo < hi for (lo, hi), (t_lo, t_hi) in zip(_box(rules[i]), target, strict=True))
     ]
-    if not candidates:
-        return None
-    boxes = {i: _box(rules[i]) for i in candidates}
-    # Cut each dimension at every candidate edge inside the target: each resulting cell is either
-    # inside a candidate box or outside all of them, so testing its lower corner decides it.
-    cuts = []
-    for d, (t_lo, t_hi) in enumerate(target):
-        edges = {t_lo, t_hi}
-        for b in boxes.values():
-            edges.update(e for e in b[d] if t_lo < e < t_hi)
-        cuts.append(sorted(edges)[:-1])
-    for corner in product(*cuts):
-        if not any(all(lo <= c < hi for c, (lo, hi) in zip(corner, b, strict=True)) for b in boxes.values()):
-            return None
-    return candidates
+    clipped = [
+        tuple((max(lo, t_lo), min(hi, t_hi)) for (lo, hi), (t_lo, t_hi) in zip(_box(rules[i]), target, strict=True))
+        for i in candidates
+    ]
+    return candidates, _covered(target, clipped, budget)
 
 
-def check_rules(rules: Sequence[TunerRule], proto_env: str | None, algo_env: str | None) -> list[Finding]:
+def check_rules(rules: Sequence[TunerRule], proto_env: str | None, algo_env: str | None,
+                budget: ShadowBudget | None = None) -> list[Finding]:
     """Problems between the rules, and between the rules and the profile's own NCCL_PROTO/NCCL_ALGO.
 
     Errors: a rule that can never fire because earlier rules match everything it matches (first
     match wins); a protocol or algorithm that NCCL_PROTO/NCCL_ALGO disables for that collective
     (its cost-table cell is -1 and a tuner must not re-enable it, so the rule could never act).
     Warnings: combinations NCCL never runs, and LL128 when nothing enables it explicitly.
+    Bounded: at most :data:`MAX_RULES` rules (more is an error, and the shadow check is skipped),
+    and the shadow check's sweep stops after ``budget`` (a warning names each rule left undecided).
     """
     findings: list[Finding] = []
+    budget = ShadowBudget() if budget is None else budget
+    too_many = len(rules) > MAX_RULES
+    if too_many:
+        findings.append(
+            error(
+                "tuner.rules", f"{len(rules)} rules",
+                f"a profile holds at most {MAX_RULES} tuner rules: the tuner tries them in order for every "
+                "collective call NCCL makes",
+                "merge rules with the same choice into wider byte ranges, or keep the rules of the groups you tune",
+            )
+        )
     for i, rule in enumerate(rules):
         label = rule_label(i)
-        shadow = _shadowing(rules, i)
-        if shadow is not None:
+        shadow, covered = ([], False) if too_many else _shadowing(rules, i, budget)
+        if covered:
             by = ", ".join(rule_label(j) for j in shadow)
             findings.append(
                 error(
@@ -316,6 +409,16 @@ def check_rules(rules: Sequence[TunerRule], proto_env: str | None, algo_env: str
                     f"can never match: first match wins and {by} already match{'es' if len(shadow) == 1 else ''} "
                     "every call it matches",
                     "move it before the rule(s) that shadow it, narrow those, or delete it",
+                )
+            )
+        elif covered is None:
+            findings.append(
+                warning(
+                    label, rule.describe(),
+                    f"not checked for shadowing: {len(shadow)} earlier rules overlap it in bytes, ranks and nodes at "
+                    f"once, more than the check examines ({SHADOW_BUDGET} steps per profile); if they match every "
+                    "call it matches, it never fires",
+                    "order the rules from narrow to wide, or split them by collective or group",
                 )
             )
         for env_name, env_value, tokens, chosen, defaults in (

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from sglang_eagle_nccl.contract import versions
 from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 
 __all__ = [
@@ -127,16 +127,14 @@ def _dispatch_ranges() -> tuple[DispatchRange, ...]:
 
 
 def normalize_version(version: str | Version) -> Version:
-    """The release whose code ``version`` runs: pre-releases, dev builds and local tags count as the
-    release they lead to (``0.5.24rc1`` -> 0.5.24, ``0.5.23+cu130`` -> 0.5.23); post releases stay
-    (0.5.4.post3 changed the dispatch). Raises ``InvalidVersion`` for a non-PEP 440 string."""
-    v = version if isinstance(version, Version) else Version(str(version))
-    text = v.base_version + (f".post{v.post}" if v.post is not None else "")
-    return Version(text)
+    """The release whose code ``version`` runs (:func:`~sglang_eagle_nccl.contract.versions.stands_for`:
+    ``0.5.24rc1`` -> 0.5.24, ``0.5.23+cu130`` -> 0.5.23; post releases stay, 0.5.4.post3 changed the
+    dispatch). Raises ``InvalidVersion`` for a non-PEP 440 string."""
+    return versions.stands_for(version if isinstance(version, Version) else str(version))
 
 
 def _in(spec: str, version: Version) -> bool:
-    return SpecifierSet(spec).contains(version, prereleases=True)
+    return versions.contains(spec, version)
 
 
 def dispatch_for(version: str | Version) -> DispatchRange | None:
@@ -164,12 +162,7 @@ def limits_for(path: str, version: str | Version) -> dict[str, Any] | None:
 @functools.cache
 def _installed_sglang() -> str | None:
     # Package metadata only: importing sglang here would be far too heavy (and is not needed).
-    try:
-        from importlib.metadata import version
-
-        return version("sglang")
-    except Exception:  # noqa: BLE001 - not installed, or broken metadata: version stays unknown
-        return None
+    return versions.installed_sglang_version()
 
 
 def fmt_bytes(n: int | None) -> str:

@@ -15,6 +15,7 @@ from sglang_eagle_nccl.contract.manifests import (
     FORMAT,
     HOOK_FIELDS,
     INDEX_NAME,
+    OFFLINE_HOOK_FIELDS,
     SET_FIELDS,
     _sha256_of,
     manifest_dir,
@@ -29,7 +30,10 @@ def build(sets: Iterable[Any], folder: str) -> dict[str, Any]:
     for patch_set in sets:
         entry: dict[str, Any] = {name: getattr(patch_set, name) for name in SET_FIELDS}
         entry["file"] = os.path.basename(patch_set.path)
-        entry["hooks"] = [{f.name: getattr(hook, f.name) for f in fields(hook)} for hook in patch_set.hooks]
+        # What a hook relies on (relies_on) is proven by the compatibility matrix and shown by doctor;
+        # start-up never reads it, so the index does not carry it.
+        entry["hooks"] = [{f.name: getattr(hook, f.name) for f in fields(hook) if f.name not in OFFLINE_HOOK_FIELDS}
+                          for hook in patch_set.hooks]
         extra = {f.name for f in fields(patch_set)} - {*SET_FIELDS, "hooks", "path"}
         if extra or any(set(h) != set(HOOK_FIELDS) for h in entry["hooks"]):
             # A field added to the manifests must reach the runtime too: update the classes above.

@@ -19,14 +19,17 @@ from typing import Any, Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from sglang_eagle_nccl.contract import versions
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.hook_target import TargetNames
+from sglang_eagle_nccl.contract.versions import stands_for
 from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 
 HookKind = Literal["before", "after", "around"]
 Mechanism = Literal["hook_registry", "wrapt"]
 HOOK_KINDS = ("before", "after", "around")
 MECHANISMS = ("hook_registry", "wrapt")
+RELIANCE_KINDS = ("writes", "reaches", "precedes")
 
 
 class ManifestError(ValueError):
@@ -42,6 +45,36 @@ class PatchSetError(PluginStop, RuntimeError):
 
 
 @dataclass(frozen=True)
+class Reliance:
+    """One behaviour of SGLang a hook relies on, stated so that the compatibility matrix can prove it.
+
+    ``writes``: these environment variables are written inside the call (through SGLang's own
+    calls); ``reaches``: this function or class is called inside the call; ``precedes``: as
+    ``reaches``, for a hook that must run before it (``before`` / ``around`` only). ``start`` is
+    the function the search starts from (default: the hook's target), for a hook whose point is
+    that SGLang calls it from somewhere (``get_torch_distributed_pg_options`` from
+    ``GroupCoordinator.__init__``). ``versions`` narrows the releases it is claimed for.
+    """
+
+    kind: Literal["writes", "reaches", "precedes"]
+    subject: tuple[str, ...]  # variables for writes; one callable name for reaches / precedes
+    why: str
+    start: str | None = None
+    versions: str | None = None
+
+    def applies_to(self, version: Version) -> bool:
+        return self.versions is None or versions.in_range(self.versions, version)
+
+    def describe(self) -> str:
+        what = {"writes": "writes", "reaches": "reaches", "precedes": "precedes"}[self.kind]
+        return f"{what} {', '.join(self.subject)}" + (f" (from {self.start})" if self.start else "")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "subject": list(self.subject), "why": self.why, "from": self.start,
+                "versions": self.versions}
+
+
+@dataclass(frozen=True)
 class Hook(TargetNames):
     target: str  # "package.module:Qualified.name"
     kind: HookKind
@@ -52,11 +85,12 @@ class Hook(TargetNames):
     when: Literal["always", "cli"] = "always"
     mechanism: Mechanism | None = None
     process: str = ""
+    relies_on: tuple[Reliance, ...] = ()
 
     def applies_to(self, version: Version) -> bool:
         # Judged by the release the version stands for, like the patch set itself: a hook gated
         # ">=0.5.11,<0.5.13" applies to 0.5.11rc1 and not to 0.5.13rc1.
-        return self.versions is None or SpecifierSet(self.versions).contains(stands_for(version), prereleases=True)
+        return self.versions is None or versions.in_range(self.versions, version)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -78,6 +112,8 @@ class PatchSet:
     versions: str
     tested_through: str
     mechanism: Mechanism
+    # The exact releases the compatibility matrix checked (written by ci/matrix.py from ci/versions.toml).
+    tested: tuple[str, ...]
     hooks: tuple[Hook, ...]
     sglang_writes: tuple[str, ...] = ()
     # (server flag, NCCL variables SGLang writes for correctness while the flag is on)
@@ -87,7 +123,7 @@ class PatchSet:
 
     def contains(self, version: Version) -> bool:
         """True when ``version`` (a pre-release, dev build or local build counts as its release) is in range."""
-        return SpecifierSet(self.versions).contains(stands_for(version), prereleases=True)
+        return versions.in_range(self.versions, version)
 
     def hooks_for(self, version: Version, *, cli: bool | None = None) -> list[Hook]:
         hooks = [h for h in self.hooks if h.applies_to(version)]
@@ -117,12 +153,13 @@ def parse_manifest(text: str, path: str = "<manifest>") -> PatchSet:
         if unknown:
             raise ManifestError(f"{path}: unknown sections {sorted(unknown)}")
         SpecifierSet(head["versions"])
-        Version(head["tested_through"])
+        tested = _tested_releases(head, path)
         if head["mechanism"] not in MECHANISMS:
             raise ManifestError(f"{path}: mechanism must be one of {MECHANISMS}")
         hooks = []
         for h in hooks_raw:
-            extra = set(h) - {"target", "kind", "handler", "required", "params", "versions", "when", "mechanism", "process"}
+            extra = set(h) - {"target", "kind", "handler", "required", "params", "versions", "when", "mechanism", "process",
+                              "relies_on"}
             if extra:
                 raise ManifestError(f"{path}: hook {h.get('target')} has unknown keys {sorted(extra)}")
             if ":" not in h["target"]:
@@ -144,6 +181,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> PatchSet:
                     when=h.get("when", "always"),
                     mechanism=h.get("mechanism"),
                     process=h.get("process", ""),
+                    relies_on=_reliances(h, path),
                 )
             )
         return PatchSet(
@@ -152,6 +190,7 @@ def parse_manifest(text: str, path: str = "<manifest>") -> PatchSet:
             versions=head["versions"],
             tested_through=head["tested_through"],
             mechanism=head["mechanism"],
+            tested=tested,
             hooks=tuple(hooks),
             sglang_writes=tuple(head.get("sglang_writes", ())),
             correctness_writes=tuple(sorted((str(k), tuple(v)) for k, v in head.get("correctness_writes", {}).items())),
@@ -164,6 +203,60 @@ def parse_manifest(text: str, path: str = "<manifest>") -> PatchSet:
         raise ManifestError(f"{path}: {exc}") from None
 
 
+def _tested_releases(head: dict[str, Any], path: str) -> tuple[str, ...]:
+    """``tested``: published releases, each in the set's range, in order, the newest being ``tested_through``."""
+    raw = head.get("tested")
+    if not isinstance(raw, list) or not raw or not all(isinstance(t, str) for t in raw):
+        raise ManifestError(f"{path}: tested must be a non-empty list of the releases the matrix checked "
+                            "(written by `python ci/matrix.py --sync`)")
+    parsed = [Version(t) for t in raw]
+    for text, v in zip(raw, parsed, strict=True):
+        if str(v) != text or v.is_prerelease or v.is_devrelease or v.local is not None:
+            raise ManifestError(f"{path}: tested release {text!r} must be a published release in normal form ({v})")
+        if not versions.contains(head["versions"], v):
+            raise ManifestError(f"{path}: tested release {text} is outside the set's versions {head['versions']!r}")
+    if parsed != sorted(set(parsed)):
+        raise ManifestError(f"{path}: tested releases must be in ascending order without repeats")
+    if Version(head["tested_through"]) != parsed[-1]:
+        raise ManifestError(f"{path}: tested_through = {head['tested_through']!r} but the newest tested release is {raw[-1]}")
+    return tuple(raw)
+
+
+def _reliances(hook: dict[str, Any], path: str) -> tuple[Reliance, ...]:
+    """``relies_on``: what the hook needs SGLang to do inside (or from) the target; SGLang targets must state it."""
+    raw = hook.get("relies_on", [])
+    target = hook["target"]
+    is_sglang = target.split(":", 1)[0].split(".")[0] == "sglang"
+    if not isinstance(raw, list) or (is_sglang and not raw):
+        raise ManifestError(f"{path}: hook {target} must state relies_on = [{{ writes|reaches|precedes = ..., why = ... }}]: "
+                            "the behaviour of SGLang it needs, which the compatibility matrix proves on every release")
+    out = []
+    for entry in raw:
+        if not isinstance(entry, dict):
+            raise ManifestError(f"{path}: hook {target}: each relies_on entry is a table")
+        kinds = [k for k in RELIANCE_KINDS if k in entry]
+        extra = set(entry) - {*RELIANCE_KINDS, "why", "from", "versions"}
+        if len(kinds) != 1 or extra:
+            raise ManifestError(f"{path}: hook {target}: a relies_on entry has exactly one of {RELIANCE_KINDS}, a why, and "
+                                f"optionally from / versions (got {sorted(entry)})")
+        kind = kinds[0]
+        value = entry[kind]
+        subject = tuple(value) if kind == "writes" else (value,)
+        if not subject or not all(isinstance(x, str) and x for x in subject):
+            raise ManifestError(f"{path}: hook {target}: {kind} must name {'variables' if kind == 'writes' else 'a callable'}")
+        if kind == "precedes" and hook["kind"] == "after":
+            raise ManifestError(f"{path}: hook {target}: an after hook cannot precede {value}; use reaches")
+        if not isinstance(entry.get("why"), str) or not entry["why"].strip():
+            raise ManifestError(f"{path}: hook {target}: relies_on {kind} {value!r} needs a why (in SGLang's terms)")
+        if entry.get("versions"):
+            SpecifierSet(entry["versions"])
+        start = entry.get("from")
+        if start is not None and (not isinstance(start, str) or ":" not in start):
+            raise ManifestError(f"{path}: hook {target}: from must be 'module:Qualified.name'")
+        out.append(Reliance(kind, subject, entry["why"].strip(), start, entry.get("versions")))
+    return tuple(out)
+
+
 @functools.cache
 def load_manifests(directory: str | None = None) -> tuple[PatchSet, ...]:
     folder = Path(directory) if directory else _manifest_dir()
@@ -173,11 +266,13 @@ def load_manifests(directory: str | None = None) -> tuple[PatchSet, ...]:
 
 # --- selection -----------------------------------------------------------------------------------
 
-# tested: within the releases the compatibility matrix proved (through tested_through);
-# untested_newer: a release (or post release) newer than that; untested_prerelease: a
-# pre-release or dev build, whose code may differ from the release it precedes. Either
+# tested: this exact release (a local label dropped) is one of the set's ``tested`` releases, whose
+# published wheel the compatibility matrix checked; untested_newer: a release (or post release)
+# newer than every release the set was checked on; untested_prerelease: a pre-release or dev
+# build, whose code may differ from the release it precedes; untested_unchecked: inside the set's
+# range but never checked (never published, such as 0.5.0, or not added to the matrix). Every
 # untested status makes the caller check every required target in the installed source.
-Status = Literal["tested", "untested_newer", "untested_prerelease"]
+Status = Literal["tested", "untested_newer", "untested_prerelease", "untested_unchecked"]
 
 
 @dataclass(frozen=True)
@@ -198,32 +293,24 @@ class Selection:
             return f"SGLang {self.version} is newer than the releases patch set {ps.id} was proven on (through {ps.tested_through})"
         if self.status == "untested_prerelease":
             return (
-                f"SGLang {self.version} is a pre-release or development build of {stands_for(Version(self.version))}; "
+                f"SGLang {self.version} is a pre-release or development build of {stands_for(self.version)}; "
                 f"patch set {ps.id} was proven on releases only"
+            )
+        if self.status == "untested_unchecked":
+            return (
+                f"SGLang {self.version} is not one of the {len(ps.tested)} releases patch set {ps.id} was checked on "
+                f"({ps.tested[0]} ... {ps.tested_through}; it may never have been published, or is missing from the "
+                "compatibility matrix)"
             )
         return ""
 
 
-def stands_for(version: Version) -> Version:
-    """The release ``version`` belongs to: pre-releases and dev builds of X count as X (they
-    precede X and carry its code), a local build tag (+cu130) is dropped, post releases stay.
-    """
-    text = version.base_version
-    if version.post is not None:
-        text += f".post{version.post}"
-    return Version(text)
-
-
 def parse_sglang_version(version: str) -> Version:
     try:
-        # packaging calls int() on every release component: a 5000-digit component raises
-        # ValueError (Python's int limit), not InvalidVersion. Real versions are short.
-        if len(version) > 64:
-            raise InvalidVersion(version)
-        return Version(version)
-    except (InvalidVersion, ValueError, TypeError):
+        return versions.parse(version)
+    except (InvalidVersion, TypeError):
         raise PatchSetError(
-            f"installed SGLang reports version {version[:64]!r}, which is not a PEP 440 version; "
+            f"installed SGLang reports version {str(version)[:64]!r}, which is not a PEP 440 version; "
             "sglang-eagle-nccl cannot tell which patch set applies. Reinstall SGLang from a release."
         ) from None
 
@@ -234,9 +321,11 @@ def select(version: str, sets: Sequence[PatchSet] | None = None) -> Selection:
     A pre-release or dev build selects the set of the release it precedes (``0.5.11rc1`` the
     0.5.11 set), marked ``untested_prerelease``; a version newer than everything a set was proven
     against (``tested_through``; a local tag such as ``0.5.23+cu130`` counts as 0.5.23, a post
-    release as newer) selects that set, marked ``untested_newer``. For either, the caller must
-    check the required targets in the installed source before patching. A pre-release of the
-    oldest supported release (``0.4.3rc1``) is older than every supported release and refused.
+    release as newer) selects that set, marked ``untested_newer``; a release inside the range
+    that the matrix never checked (``0.5.0``) is ``untested_unchecked``. For any of these, the
+    caller must check the required targets in the installed source before patching. A
+    pre-release of the oldest supported release (``0.4.3rc1``) is older than every supported
+    release and refused.
     """
     sets = load_manifests() if sets is None else sets
     v = parse_sglang_version(version)
@@ -245,13 +334,15 @@ def select(version: str, sets: Sequence[PatchSet] | None = None) -> Selection:
     for ps in sets:
         if not ps.contains(v):
             continue
-        if ps is oldest and not SpecifierSet(ps.versions).contains(v, prereleases=True):
+        if ps is oldest and not versions.contains(ps.versions, v):
             # Precedes the first release this plugin supports: nothing was ever checked there.
             break
         if release > Version(ps.tested_through):
             status: Status = "untested_newer"
         elif v.is_prerelease or v.is_devrelease:
             status = "untested_prerelease"
+        elif str(versions.public(v)) not in ps.tested:
+            status = "untested_unchecked"
         else:
             status = "tested"
         return Selection(version, ps, status)

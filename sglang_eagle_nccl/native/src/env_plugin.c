@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#define SEN_CONTROL_ABI 1 /* version of the sen_* functions; library.py refuses another */
+#define SEN_CONTROL_ABI 2 /* version of the sen_* functions (contract/native_abi.py); 2: the reads log is a descriptor */
 
 typedef struct {
   const char* name;

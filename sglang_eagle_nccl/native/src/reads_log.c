@@ -120,26 +120,26 @@ void reads_log_reset_locked(void) {
   unrecorded = 0;
 }
 
-/* Open this process's reads log. O_NOFOLLOW: a symlink planted at the path is refused, not followed;
- * 0600: values may be private. Lines produced before (e.g. at NCCL's init) are written now. 0 or an errno. */
-SEN_EXPORT int sen_open_reads_log(const char* path) {
-  if (!path) return EINVAL;
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-  int err = fd < 0 ? errno : 0;
+/* Use `fd` as this process's reads log (the library takes it over and closes it on reset). Python creates the
+ * file under the launch directory's rules (contract/launch_dir.py: created new with O_EXCL | O_NOFOLLOW, in a
+ * private directory of this user) and writes the identity line first; the library never opens a path itself, so
+ * a planted FIFO, symlink or hard link can never be written through. Lines produced before (e.g. at NCCL's init)
+ * are written now. 0 or an errno. */
+SEN_EXPORT int sen_set_reads_log_fd(int fd) {
+  if (fd < 0) return EBADF;
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return errno;
+  if ((flags & O_ACCMODE) == O_RDONLY || !(flags & O_APPEND)) return EINVAL; /* one write(2) per line needs O_APPEND */
   pthread_mutex_lock(&sen_env_lock);
-  if (fd < 0) {
-    log_error = err;
-  } else {
-    if (log_fd >= 0) close(log_fd);
-    log_fd = fd;
-    log_error = 0;
-    sbuf_t queued = pending;
-    pending = (sbuf_t){0};
-    if (queued.len) write_locked(queued.p, queued.len);
-    free(queued.p);
-  }
+  if (log_fd >= 0 && log_fd != fd) close(log_fd);
+  log_fd = fd;
+  log_error = 0;
+  sbuf_t queued = pending;
+  pending = (sbuf_t){0};
+  if (queued.len) write_locked(queued.p, queued.len);
+  free(queued.p);
   pthread_mutex_unlock(&sen_env_lock);
-  return err;
+  return 0;
 }
 
 /* 0: the log is open and every write succeeded; -1: no log opened yet; otherwise the first errno. */

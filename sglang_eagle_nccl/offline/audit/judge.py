@@ -1,4 +1,4 @@
-"""Judging a launch's audit records, and showing the verdict (pure, apart from reading the files).
+"""Judging a launch's audit records (pure, apart from reading the files): one small function per event.
 
 Marks, per process and per communicator:
 
@@ -17,19 +17,31 @@ Every record is judged against the profile *in force for that process at that mo
 
 A launch passes only when something real was audited: an SGLang rank, a communicator, or NCCL's
 own reads. A directory where only helper processes ran (``pip``, the plugin's CLI) is not a pass.
+
+Every event of :data:`sglang_eagle_nccl.contract.events.EVENTS` marked ``judged`` has exactly one
+function in :data:`JUDGES` (a test checks both ways); the launch-wide rules (expected schedulers, a
+rank without communicators, nothing audited) follow in :func:`judge`. Processes are told apart by
+their whole identity and grouped by machine (host name, boot, PID namespace: a container is a
+machine of its own). Showing the verdict is :mod:`sglang_eagle_nccl.offline.audit.render`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from sglang_eagle_nccl.offline.audit.read import (
+    Key,
+    LaunchRecords,
+    ProcessReads,
     ProcessRecords,
     Unreadable,
     find_launch_dir,
+    key_text,
+    merge,
     read_launch_records,
 )
 
@@ -114,6 +126,11 @@ def _process_cached(name: str) -> bool:
 # --- results ------------------------------------------------------------------------------------
 
 
+def machine_of(identity: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The machine a process ran on: host name, boot id and PID namespace (a container is a machine)."""
+    return str(identity.get("host")), str(identity.get("boot_id")), str(identity.get("pidns"))
+
+
 @dataclass
 class CommVerdict:
     pid: int
@@ -126,6 +143,8 @@ class CommVerdict:
     backend: str | None
     verdict: Verdict
     notes: list[str] = field(default_factory=list)
+    host: str = ""
+    process: str = ""  # the process key (key_text): host/boot/pidns/pid/start
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -142,9 +161,14 @@ class ProcessVerdict:
     sglang_version: str | None = None
     loaded_sglang: bool = False
     sglang_rank: bool = False
+    host: str = ""
+    process: str = ""
+    machine: tuple[str, str, str] = ("", "", "")
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["machine"] = list(self.machine)
+        return out
 
 
 @dataclass
@@ -160,41 +184,213 @@ class Report:
     picked: str | None = None  # how the launch was chosen from a root directory
     # Files and lines of the launch directory that were not judged, and why (audit.records).
     unreadable: list[Unreadable] = field(default_factory=list)
-    # pid -> what NCCL itself read in that process (native env plugin), with its verdict
-    nccl_reads: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # process key -> what NCCL itself read in that process (native env plugin), with its verdict
+    nccl_reads: dict[str, dict[str, Any]] = field(default_factory=dict)
     # group -> all-reduce paths SGLang enabled (first rank that recorded them)
     allreduce_paths: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_dirs: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
         return 1 if self.verdict == "fail" else 0
 
+    def machines(self) -> list[tuple[str, str, str]]:
+        """Every machine that left records, in a stable order (host name first)."""
+        return sorted({p.machine for p in self.processes})
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_dir": self.run_dir,
+            "run_dirs": self.run_dirs or [self.run_dir],
             "picked": self.picked,
             "profile": self.profile,
             "verdict": self.verdict,
+            "hosts": [{"host": m[0], "boot_id": m[1], "pidns": m[2],
+                       "processes": [p.process for p in self.processes if p.machine == m]} for m in self.machines()],
             "processes": [p.to_dict() for p in self.processes],
             "communicators": [c.to_dict() for c in self.communicators],
             "eagle": self.eagle,
             "sglang_writes": self.sglang_writes,
             "problems": self.problems,
             "unreadable": [u.to_dict() for u in self.unreadable],
-            "nccl_reads": {str(pid): r for pid, r in sorted(self.nccl_reads.items())},
+            "nccl_reads": dict(sorted(self.nccl_reads.items())),
             "allreduce_paths": self.allreduce_paths,
         }
 
 
-# --- judging ------------------------------------------------------------------------------------
+# --- judging: one function per event --------------------------------------------------------------
 
 ENV_EVENTS = ("process_start", "profile_changed", "scheduler_start", "env_restored")
+
+
+class _Launch:
+    """What the judge gathers across processes (communicators, EAGLE groups, SGLang's writes ...)."""
+
+    def __init__(self, launch_profile: Mapping[str, Any]) -> None:
+        self.profile = launch_profile
+        rules = launch_profile.get("tuner_rules") if isinstance(launch_profile.get("tuner_rules"), list) else []
+        self.group_rules = frozenset(str(r["group"]) for r in rules if isinstance(r, dict) and r.get("group"))
+        self.comms: list[CommVerdict] = []
+        self.eagle: list[dict[str, Any]] = []
+        self.sglang_writes: list[dict[str, Any]] = []
+        self.paths: dict[str, dict[str, Any]] = {}
+        # machine (None: the whole launch) -> schedulers its launcher said it would start
+        self.expected_schedulers: dict[tuple[str, str, str] | None, int] = {}
+
+
+class _Process:
+    """The judging state of one process while its records are read in order."""
+
+    def __init__(self, proc: ProcessRecords, launch: _Launch) -> None:
+        self.proc = proc
+        self.role = proc.role
+        self.launch = launch
+        self.notes: list[str] = []
+        self.verdicts: list[Verdict] = []
+        self.first_env: dict[str, str] | None = None  # NCCL environment at its first NCCL communicator
+
+    def mark(self, verdict: Verdict, note: str | None = None) -> None:
+        self.verdicts.append(verdict)
+        if note:
+            self.notes.append(note)
+
+
+Judge = Callable[[_Process, Mapping[str, Any], "Expectation | None"], None]
+
+
+def _env_in_force(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    """process_start, profile_changed, scheduler_start: the environment must hold the profile in force."""
+    if exp is not None:
+        diffs = differences(exp.env, rec["env"], skip=exp.keep)
+        if diffs:
+            state.mark("fail", f"profile not in force at {rec['event']}: " + "; ".join(diffs))
+
+
+def _env_restored(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    """After SGLang's writes in the launcher: restored (said), kept by sglang_wins (⚠), and the profile in force."""
+    _env_in_force(state, rec, exp)
+    for o in rec.get("overwrites") or []:
+        if o.get("restored"):
+            state.notes.append(f"SGLang wrote {o['name']}={shown(o.get('foreign_value'))}; restored {o['profile_value']}")
+        else:
+            state.mark("warn", f"kept SGLang's {o['name']}={shown(o.get('foreign_value'))} "
+                               f"(policy sglang_wins; profile {o['profile_value']})")
+
+
+def _communicator(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    """group_created, pynccl_created: one communicator's verdict (and the process's, for what it held)."""
+    proc, launch = state.proc, state.launch
+    if rec["event"] == "group_created" and isinstance(rec.get("allreduce_paths"), dict):
+        launch.paths.setdefault(str(rec.get("group")), rec["allreduce_paths"])
+    comm = _judge_communicator(proc, state.role, rec, exp, state.first_env, launch.group_rules)
+    if comm.verdict == "absent" and exp is not None:
+        # No NCCL communicator to judge, but the process still had to hold the profile when it
+        # built the group: a difference there is the process's failure.
+        ov = rec.get("group_overrides") if isinstance(rec.get("group_overrides"), dict) else None
+        diffs = differences(exp.for_group(comm.group, ov), rec["env"], skip=exp.keep)
+        if diffs:
+            state.mark("fail", f"profile not in force when {comm.kind} '{comm.group}' was created: " + "; ".join(diffs))
+    if comm.verdict != "absent" and state.first_env is None:
+        state.first_env = dict(rec["env"])
+    launch.comms.append(comm)
+
+
+def _sglang_env_writes(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    """SGLang's own NCCL writes (listed), and how many schedulers this machine's launcher starts."""
+    where = rec.get("where") or "_set_envs_and_config"
+    for w in rec["writes"]:
+        state.launch.sglang_writes.append({**w, "where": where, "pid": state.proc.pid, "process": key_text(state.proc.key)})
+    flags = rec.get("server_flags") or {}
+    tp, dp, pp, nnodes = (flags.get(k) for k in ("tp_size", "dp_size", "pp_size", "nnodes"))
+    if isinstance(tp, int) and not isinstance(tp, bool) and where == "_set_envs_and_config":
+        total = tp * _positive(dp) * _positive(pp)
+        if flags.get("use_ray") is True or state.proc.events("ray_actor_env"):
+            # A Ray driver starts every rank of every node as an actor, all of them in its launch.
+            state.launch.expected_schedulers[None] = total
+        else:
+            # Each node's launcher spawns (and audits) only its own share of the ranks, on its machine.
+            state.launch.expected_schedulers[machine_of(state.proc.identity)] = max(1, total // _positive(nnodes))
+
+
+def _positive(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+def _correctness_conflict(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    first = next((line for line in str(rec.get("message") or "").splitlines() if line.strip()), None)
+    state.mark("fail", "refused: " + (first or "the profile would override "
+                                      + ", ".join(rec["variables"]) + ", which SGLang sets for correctness"))
+
+
+def _refused(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    first = next((line for line in rec["message"].splitlines() if line.strip()), "") or "(no message)"
+    state.mark("fail", f"refused SGLang at {rec['door']}: {first}")
+
+
+def _ray_actor_env(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    for r in rec.get("replaced_user_values") or []:
+        state.notes.append(f"Ray actor {rec.get('actor')}: runtime_env {r.get('name')}={shown(r.get('user_value'))} "
+                           f"replaced by {shown(r.get('value'))} (the profile's precedence)")
+
+
+def _ray_refused(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    first = next((line for line in rec["error"].splitlines() if line.strip()), "") or "(no message)"
+    state.mark("fail", f"refused to start Ray actors: {first}")
+
+
+def _hook_uncovered(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    state.mark("fail" if rec["required"] else "warn", f"hook not installed: {rec['target']} ({rec.get('reason')})")
+
+
+def _plugin_error(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    state.mark("warn", f"plugin error in {rec.get('handler')}: {rec.get('error')}")
+
+
+def _audit_error(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    state.mark("warn", f"an audit record could not be encoded ({rec.get('lost_event')}: {rec.get('error')})")
+
+
+def _consistency(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    """consistency_mismatch, consistency_failed: ranks disagreed (or did not answer): ✗ unless consistency=warn."""
+    mode = rec.get("mode") or "error"
+    detail = rec.get("error") or "; ".join(
+        f"{m['variable']}: " + ", ".join(f"rank {r}={shown(v)}" for r, v in m["values_by_rank"].items())
+        for m in rec.get("mismatches") or []
+    )
+    state.mark("fail" if mode == "error" else "warn",
+               f"ranks disagree in group '{rec['group']}' (consistency={mode}): {detail}")
+
+
+def _patch_set(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    for u in rec.get("uncovered") or []:
+        state.mark("warn", f"uncovered (allow_partial): {u['target']}")
+
+
+JUDGES: dict[str, Judge] = {
+    "process_start": _env_in_force,
+    "profile_changed": _env_in_force,
+    "scheduler_start": _env_in_force,
+    "env_restored": _env_restored,
+    "group_created": _communicator,
+    "pynccl_created": _communicator,
+    "sglang_env_writes": _sglang_env_writes,
+    "correctness_conflict": _correctness_conflict,
+    "hook_uncovered": _hook_uncovered,
+    "refused": _refused,
+    "ray_actor_env": _ray_actor_env,
+    "ray_refused": _ray_refused,
+    "plugin_error": _plugin_error,
+    "audit_error": _audit_error,
+    "consistency_mismatch": _consistency,
+    "consistency_failed": _consistency,
+    "patch_set": _patch_set,
+}
 
 
 def _judge_communicator(proc: ProcessRecords, role: str, rec: Mapping[str, Any], exp: Expectation | None,
                         first_env: dict[str, str] | None, group_rules: frozenset[str] = frozenset()) -> CommVerdict:
     event = rec.get("event")
-    env = rec.get("env") if isinstance(rec.get("env"), dict) else {}
+    env = rec["env"]
     group = str(rec.get("group", "?"))
     notes: list[str] = []
     verdicts: list[Verdict] = []
@@ -211,11 +407,11 @@ def _judge_communicator(proc: ProcessRecords, role: str, rec: Mapping[str, Any],
         kind = "group"
         if rec.get("torch_comm") == "lazy-nccl":
             notes.append("torch NCCL communicator is created lazily at the first collective, with the process environment")
-            if overrides or (exp is not None and exp.groups.get(group)):
+            group_values = overrides if overrides is not None else (exp.groups.get(group, {}) if exp is not None else {})
+            if group_values:
                 verdicts.append("warn")
-                ov = overrides if overrides is not None else exp.groups.get(group, {})  # type: ignore[union-attr]
                 notes.append(
-                    "per-group override " + ", ".join(f"{k}={v}" for k, v in ov.items())
+                    "per-group override " + ", ".join(f"{k}={v}" for k, v in group_values.items())
                     + " reaches only the eager PyNccl communicator; torch's lazy one uses the process environment"
                 )
             if group in group_rules:
@@ -259,150 +455,90 @@ def _judge_communicator(proc: ProcessRecords, role: str, rec: Mapping[str, Any],
         kind=kind,
         group=group,
         unique_name=rec.get("unique_name"),
-        ranks=[r for r in rec.get("ranks", []) if isinstance(r, int)] if isinstance(rec.get("ranks"), list) else [],
+        ranks=list(rec.get("ranks") or []),
         rank=rec.get("global_rank", rec.get("rank")),
         backend=rec.get("device_group_backend") or rec.get("backend"),
         verdict=verdict,
         notes=notes,
+        host=proc.host,
+        process=key_text(proc.key),
     )
 
 
 def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str = "",
-          reads: Mapping[int, Any] | None = None) -> Report:
+          reads: Mapping[Key, ProcessReads] | None = None) -> Report:
     launch_profile = meta.get("profile") if isinstance(meta, Mapping) and isinstance(meta.get("profile"), dict) else {}
+    launch = _Launch(launch_profile)
     problems: list[str] = []
     pverdicts: list[ProcessVerdict] = []
-    comms: list[CommVerdict] = []
-    eagle: list[dict[str, Any]] = []
-    sglang_writes: list[dict[str, Any]] = []
-    expected_schedulers: int | None = None
     reads = reads or {}
-    rules = launch_profile.get("tuner_rules") if isinstance(launch_profile.get("tuner_rules"), list) else []
-    group_rules = frozenset(str(r["group"]) for r in rules if isinstance(r, dict) and r.get("group"))
-    nccl_reads: dict[int, dict[str, Any]] = {}
-    paths: dict[str, dict[str, Any]] = {}
+    nccl_reads: dict[str, dict[str, Any]] = {}
 
     for proc in processes:
-        role = proc.role
-        notes: list[str] = []
-        verdicts: list[Verdict] = []
+        state = _Process(proc, launch)
         patch = proc.first("patch_set")
         if proc.bad_lines:
-            notes.append(f"{proc.bad_lines} unreadable line(s) in {proc.file}")
-            verdicts.append("warn")
+            state.mark("warn", f"{proc.bad_lines} unreadable line(s) in {proc.file}")
         if proc.first("process_start") is None:
-            notes.append("no process_start record")
-            verdicts.append("fail")
-        first_env: dict[str, str] | None = None
+            state.mark("fail", "no process_start record")
         last_exp: Expectation | None = None
         for rec, exp in expectations(proc.records, launch_profile):
             last_exp = exp
-            if rec.get("event") == "group_created" and isinstance(rec.get("allreduce_paths"), dict):
-                paths.setdefault(str(rec.get("group")), rec["allreduce_paths"])
-            event = rec.get("event")
-            if event in ENV_EVENTS and isinstance(rec.get("env"), dict) and exp is not None:
-                diffs = differences(exp.env, rec["env"], skip=exp.keep)
-                if diffs:
-                    verdicts.append("fail")
-                    notes.append(f"profile not in force at {event}: " + "; ".join(diffs))
-            elif event in ("group_created", "pynccl_created"):
-                comm = _judge_communicator(proc, role, rec, exp, first_env, group_rules)
-                if comm.verdict == "absent" and exp is not None and isinstance(rec.get("env"), dict):
-                    # No NCCL communicator to judge, but the process still had to hold the profile
-                    # when it built the group: a difference there is the process's failure.
-                    ov = rec.get("group_overrides") if isinstance(rec.get("group_overrides"), dict) else None
-                    diffs = differences(exp.for_group(comm.group, ov), rec["env"], skip=exp.keep)
-                    if diffs:
-                        verdicts.append("fail")
-                        notes.append(f"profile not in force when {comm.kind} '{comm.group}' was created: " + "; ".join(diffs))
-                if comm.verdict != "absent" and first_env is None and isinstance(rec.get("env"), dict):
-                    first_env = dict(rec["env"])
-                comms.append(comm)
-        for rec in proc.events("sglang_env_writes"):
-            for w in rec.get("writes") or []:
-                sglang_writes.append({**w, "where": rec.get("where", "_set_envs_and_config"), "pid": proc.pid})
-            flags = rec.get("server_flags") or {}
-            tp, dp, pp, nnodes = (flags.get(k) for k in ("tp_size", "dp_size", "pp_size", "nnodes"))
-            if isinstance(tp, int) and rec.get("where", "_set_envs_and_config") == "_set_envs_and_config":
-                total = tp * (dp if isinstance(dp, int) and dp > 0 else 1) * (pp if isinstance(pp, int) and pp > 0 else 1)
-                # Each node's launcher spawns (and audits) only its own share of the ranks.
-                expected_schedulers = max(1, total // (nnodes if isinstance(nnodes, int) and nnodes > 0 else 1))
-        for rec in proc.events("env_restored"):
-            for o in rec.get("overwrites") or []:
-                if o.get("restored"):
-                    notes.append(f"SGLang wrote {o['name']}={shown(o.get('foreign_value'))}; restored {o['profile_value']}")
-                else:
-                    notes.append(f"kept SGLang's {o['name']}={shown(o.get('foreign_value'))} (policy sglang_wins; profile {o['profile_value']})")
-                    verdicts.append("warn")
-        for rec in proc.events("correctness_conflict"):
-            verdicts.append("fail")
-            notes.append("refused: " + str(rec.get("message", "")).splitlines()[0])
-        for rec in proc.events("hook_uncovered"):
-            sev: Verdict = "fail" if rec.get("required") else "warn"
-            verdicts.append(sev)
-            notes.append(f"hook not installed: {rec.get('target')} ({rec.get('reason')})")
-        for rec in proc.events("plugin_error"):
-            verdicts.append("warn")
-            notes.append(f"plugin error in {rec.get('handler')}: {rec.get('error')}")
-        for rec in proc.events("audit_error"):
-            verdicts.append("warn")
-            notes.append(f"an audit record could not be encoded ({rec.get('lost_event')}: {rec.get('error')})")
-        for rec in proc.events("consistency_mismatch") + proc.events("consistency_failed"):
-            mode = rec.get("mode", "error")
-            verdicts.append("fail" if mode in ("error", None) else "warn")
-            detail = rec.get("error") or "; ".join(
-                f"{m.get('variable')}: " + ", ".join(f"rank {r}={shown(v)}" for r, v in (m.get("values_by_rank") or {}).items())
-                for m in rec.get("mismatches") or []
-            )
-            notes.append(f"ranks disagree in group '{rec.get('group')}' (consistency={mode}): {detail}")
-        if patch and patch.get("uncovered"):
-            for u in patch["uncovered"]:
-                verdicts.append("warn")
-                notes.append(f"uncovered (allow_partial): {u.get('target')}")
-        if proc.pid in reads:
+            judge_event = JUDGES.get(rec["event"])
+            if judge_event is not None:
+                judge_event(state, rec, exp)
+        got = reads.get(proc.key)
+        if got is not None:
             from sglang_eagle_nccl.offline.audit.nccl_reads import judge_reads
 
-            got = reads[proc.pid]
             rv = judge_reads(got, last_exp.env if last_exp else {}, last_exp.groups if last_exp else {},
                              last_exp.keep if last_exp else ())
-            verdicts.append(rv.verdict)  # type: ignore[arg-type]
+            state.verdicts.append(rv.verdict)  # type: ignore[arg-type]
             if rv.verdict != "absent":  # "nothing read" is said once, in the reads section
-                notes += [f"NCCL's own reads: {n}" for n in rv.notes]
-            nccl_reads[proc.pid] = {**got.to_dict(), "verdict": rv.verdict, "notes": rv.notes}
+                state.notes += [f"NCCL's own reads: {n}" for n in rv.notes]
+            nccl_reads[key_text(proc.key)] = {**got.to_dict(), "verdict": rv.verdict, "notes": rv.notes}
         for rec in proc.events("eagle_groups"):
-            eagle.append({"pid": proc.pid, **{k: rec.get(k) for k in ("worker", "draft", "verify", "draft_note")}})
-        sglang_rank = role.startswith(("scheduler", "preflight")) or bool(proc.events("scheduler_start"))
+            launch.eagle.append({"pid": proc.pid, "host": proc.host, "process": key_text(proc.key),
+                                 **{k: rec.get(k) for k in ("worker", "draft", "verify", "draft_note")}})
+        sglang_rank = state.role.startswith(("scheduler", "preflight")) or bool(proc.events("scheduler_start"))
         pverdicts.append(
             ProcessVerdict(
                 pid=proc.pid,
-                role=role,
+                role=state.role,
                 file=proc.file,
-                verdict=worst(verdicts),
-                notes=notes,
+                verdict=worst(state.verdicts),
+                notes=state.notes,
                 patch_set=patch.get("patch_set") if patch else None,
                 sglang_version=patch.get("sglang_version") if patch else None,
                 loaded_sglang=patch is not None,
                 sglang_rank=sglang_rank,
+                host=proc.host,
+                process=key_text(proc.key),
+                machine=machine_of(proc.identity),
             )
         )
 
-    schedulers = [p for p in pverdicts if p.role.startswith("scheduler")]
+    comms = launch.comms
     rank_processes = [p for p in pverdicts if p.sglang_rank]
-    if expected_schedulers is not None and len(schedulers) < expected_schedulers:
-        problems.append(
-            f"expected {expected_schedulers} scheduler process(es) on this node (tp x dp x pp / nnodes), found audit records from "
-            f"{len(schedulers)}: a process ran without the plugin"
-        )
+    for machine, expected in sorted(launch.expected_schedulers.items(), key=lambda kv: kv[0] or ("",)):
+        found = [p for p in pverdicts if p.role.startswith("scheduler") and (machine is None or p.machine == machine)]
+        if len(found) < expected:
+            where = ("in this launch (tp x dp x pp: the Ray driver starts every rank)" if machine is None
+                     else f"on host {machine[0]} (tp x dp x pp / nnodes)")
+            problems.append(
+                f"expected {expected} scheduler process(es) {where}, found audit records from {len(found)}: "
+                "a process ran without the plugin"
+            )
     for p in rank_processes:
         stopped = any("ranks disagree" in n for n in p.notes)
-        if not stopped and not any(c.pid == p.pid for c in comms):
-            problems.append(f"{p.role} pid {p.pid} recorded no communicator (group hooks not installed?)")
+        if not stopped and not any(c.process == p.process for c in comms):
+            problems.append(f"{p.role} pid {p.pid} on {p.host} recorded no communicator (group hooks not installed?)")
     for p in pverdicts:
         if p.verdict == "fail":
-            problems.append(f"{p.role} pid {p.pid}: " + "; ".join(n for n in p.notes if n))
+            problems.append(f"{p.role} pid {p.pid} on {p.host}: " + "; ".join(n for n in p.notes if n))
     for c in comms:
         if c.verdict == "fail":
-            problems.append(f"{c.role} pid {c.pid} {c.kind} '{c.group}': " + "; ".join(c.notes))
+            problems.append(f"{c.role} pid {c.pid} on {c.host} {c.kind} '{c.group}': " + "; ".join(c.notes))
     if not processes:
         problems.append("no audit records found")
     elif not rank_processes and not comms and not any(r.get("reads") for r in nccl_reads.values()):
@@ -418,131 +554,43 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
         verdict=verdict,
         processes=pverdicts,
         communicators=comms,
-        eagle=eagle,
-        sglang_writes=sglang_writes,
+        eagle=launch.eagle,
+        sglang_writes=launch.sglang_writes,
         problems=problems,
         nccl_reads=nccl_reads,
-        allreduce_paths=paths,
+        allreduce_paths=launch.paths,
     )
 
 
-def load_report(path: str | Path) -> Report:
-    """Judge the launch at ``path`` (a launch directory, or a root: its newest launch)."""
-    root = Path(path)
-    from sglang_eagle_nccl.offline.audit.nccl_reads import read_reads
-
-    run = find_launch_dir(root)
-    launch = read_launch_records(run)
-    report = judge(launch.meta, launch.processes, str(run), read_reads(run))
+def judge_launch(launch: LaunchRecords) -> Report:
+    """The verdict of what :mod:`.read` read: judged, with everything not judged demoting a pass."""
+    report = judge(launch.meta, launch.processes, launch.run_dirs[0] if launch.run_dirs else "", launch.reads)
+    report.run_dirs = list(launch.run_dirs)
     report.unreadable = list(launch.unreadable)
+    profiles = {json.dumps((m.get("profile") or {}).get("env"), sort_keys=True) for m in launch.metas
+                if isinstance(m.get("profile"), dict)}
+    if len(profiles) > 1:
+        report.problems.append("the launch directories given name different profiles (launch.json): they are not "
+                               "one launch, or its nodes ran different profiles")
+        report.verdict = "fail"
     if report.unreadable and report.verdict == "ok":
         # Something in the launch was not judged (a planted symlink, a corrupt line): the
         # verdict cannot be an unqualified pass.
         report.verdict = "warn"
-    if run.resolve() != root.resolve():
-        report.picked = f"newest launch under {root}: {run.name}"
     return report
 
 
-# --- text -------------------------------------------------------------------------------------
-
-
-def _is_helper(p: ProcessVerdict) -> bool:
-    return not p.loaded_sglang and p.role not in ("launcher",) and not p.sglang_rank
-
-
-def format_text(report: Report) -> str:
-    lines = [f"Audit of {report.run_dir}"]
-    if report.picked:
-        lines.append(f"(picked the {report.picked})")
-    lines += [f"Profile: {report.profile or '(unknown)'}", ""]
-    lines.append("Processes")
-    lines.append(f"  {'':2}{'role':<26}{'pid':>8}  {'patch set':<22} notes")
-    helpers = [p for p in report.processes if _is_helper(p) and p.verdict == "ok"]
-    for p in sorted(report.processes, key=lambda x: (x.role != "launcher", x.role, x.pid)):
-        if p in helpers:
-            continue
-        note = "; ".join(p.notes) if p.notes else ""
-        lines.append(f"  {MARK[p.verdict]} {p.role:<26}{p.pid:>8}  {(p.patch_set or '-'):<22} {note}")
-    if helpers:
-        lines.append(
-            f"  ✓ {len(helpers)} helper process(es) that never imported SGLang (profile in force in each): "
-            + ", ".join(sorted({p.role for p in helpers}))
-        )
-    lines.append("")
-    lines.append("Communicators")
-    if not report.communicators:
-        lines.append("  (none recorded)")
-    for c in sorted(report.communicators, key=lambda x: (x.pid, x.group, x.kind)):
-        name = c.unique_name or c.group
-        lines.append(
-            f"  {MARK[c.verdict]} {c.role:<14}{c.pid:>8}  {c.kind:<6} {name:<20} ranks {c.ranks} "
-            f"{'backend ' + c.backend if c.backend else ''}"
-        )
-        for n in c.notes:
-            lines.append(f"        {n}")
-    lines.append("")
-    lines.append("NCCL's own reads (native env plugin)")
-    if not report.nccl_reads:
-        lines.append(
-            "  unavailable: no process recorded any (NCCL < 2.28.7 has no env plugin interface, the native plugins "
-            "are not installed, or NCCL was never loaded in this launch)"
-        )
-    for pid, r in sorted(report.nccl_reads.items()):
-        from sglang_eagle_nccl.offline.audit.nccl_reads import ProcessReads, read_lines
-
-        holder = ProcessReads(pid, r["file"], reads=r["reads"])
-        version = (f"NCCL {r.get('nccl_version') or '?'}, env plugin {r.get('env_plugin_abi') or '?'}"
-                   if r.get("nccl_version") or r.get("env_plugin_abi") else "NCCL did not load the env plugin")
-        lines.append(f"  {MARK[r['verdict']]} pid {pid} ({version}): {len(r['reads'])} read(s)")
-        lines += [f"        {x}" for x in read_lines(holder)]
-        lines += [f"        {n}" for n in r["notes"]]
-    if report.allreduce_paths:
-        from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import format_paths
-
-        lines.append("")
-        lines.append("Which all-reduce runs, per group (first rank that recorded it)")
-        for _group, description in sorted(report.allreduce_paths.items()):
-            lines += [f"  {x}" for x in format_paths(description)]
-    if report.eagle:
-        lines.append("")
-        lines.append("EAGLE speculative decoding (no new groups: draft and verify reuse existing ones)")
-        for e in report.eagle:
-            draft = sorted({str(g.get("unique_name") or g.get("group")) for g in (e.get("draft") or {}).values()})
-            verify = sorted({str(g.get("unique_name") or g.get("group")) for g in (e.get("verify") or {}).values()})
-            draft_text = ", ".join(draft) or (e.get("draft_note") or "unknown (the worker holds no group object)")
-            verify_text = ", ".join(verify) or "unknown (the worker holds no group object)"
-            lines.append(f"  pid {e['pid']} {e.get('worker')}: draft on {draft_text}; verify on {verify_text}")
-    if report.sglang_writes:
-        lines.append("")
-        lines.append("SGLang's own NCCL writes")
-        for w in report.sglang_writes:
-            why = f" (for --{str(w['for_correctness']).replace('_', '-')})" if w.get("for_correctness") else ""
-            lines.append(f"  {w.get('name')}: {shown(w.get('before'))} -> {shown(w.get('after'))} in {w.get('where')}{why}")
-    lines.append("")
-    if report.unreadable:
-        lines.append("Not judged (unreadable files and lines)")
-        listed = report.unreadable[:20]
-        lines += [f"  ⚠ {u.text()}" for u in listed]
-        if len(report.unreadable) > len(listed):
-            lines.append(f"  ... and {len(report.unreadable) - len(listed)} more (--json lists all)")
-        lines.append("")
-    if report.problems:
-        lines.append("Problems")
-        lines += [f"  ✗ {p}" for p in report.problems]
-        lines.append("")
-    # Say what the ✓ covers: with no NCCL communicator checked (all "–", e.g. gloo on CPU) it vouches
-    # for the processes only.
-    checked_comms = any(c.verdict != "absent" for c in report.communicators)
-    lines.append(
-        f"Verdict: {MARK[report.verdict]} "
-        + {"ok": "the profile is in force in every audited process and communicator" if checked_comms else
-                 "the profile is in force in every audited process (no NCCL communicator existed to check)",
-           "warn": "in force, with warnings above",
-           "fail": "the profile is NOT shown to be in force everywhere (see above)",
-           "absent": "nothing to judge"}[report.verdict]
-    )
-    return "\n".join(lines)
+def load_report(path: str | Path | Iterable[str | Path]) -> Report:
+    """Judge the launch at ``path`` (a launch directory, or a root: its newest launch), or at several paths
+    (one launch directory per node, however collected), as one launch."""
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    runs = [find_launch_dir(Path(p)) for p in paths]
+    report = judge_launch(merge(read_launch_records(run) for run in runs))
+    picked = [f"newest launch under {p}: {run.name}" for p, run in zip(paths, runs, strict=True)
+              if run.resolve() != Path(p).resolve()]
+    if picked:
+        report.picked = "; ".join(picked)
+    return report
 
 
 def problems_for_analyze(report: Report) -> list[str]:

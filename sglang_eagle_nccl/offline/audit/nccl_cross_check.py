@@ -2,39 +2,55 @@
 
 The audit says what each process had in its environment; NCCL's ``NCCL_X set by environment
 to Y`` lines say what NCCL actually read. Both must agree with the profile in force in that
-process (per-node values included), per pid.
+process (per-node values included), per process. NCCL names its files and lines by host and pid
+(``%h``: the host name cut at its first dot); a pid alone repeats across hosts, so processes are
+matched by both.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from sglang_eagle_nccl.knowledge.nccl.debug_log import compare, format_text, parse_dir
 from sglang_eagle_nccl.offline.audit.judge import ENV_EVENTS, Report, expectations
-from sglang_eagle_nccl.offline.audit.read import read_launch
+from sglang_eagle_nccl.offline.audit.read import read_launches
+
+HostPid = tuple[str, int]
 
 
-def per_process(run_dir: str | Path) -> tuple[dict[int, dict[str, str]], dict[int, dict[str, str]]]:
-    """For each audited pid: the NCCL environment it ended with, and the profile then in force."""
-    meta, processes = read_launch(run_dir)
-    env_by_pid: dict[int, dict[str, str]] = {}
-    expected_by_pid: dict[int, dict[str, str]] = {}
-    for proc in processes:
-        for rec, exp in expectations(proc.records, meta.get("profile") if isinstance(meta, dict) else None):
-            if rec.get("event") in ENV_EVENTS and isinstance(rec.get("env"), dict):
-                env_by_pid[proc.pid] = rec["env"]
+def nccl_host(host: str) -> str:
+    """The host name as NCCL writes it (``%h`` and its log prefix): cut at the first dot."""
+    return host.split(".")[0]
+
+
+def per_process(run_dirs: list[str]) -> tuple[dict[HostPid, dict[str, str]], dict[HostPid, dict[str, str]]]:
+    """For each audited process, by (NCCL's host name, pid): its last NCCL environment and the profile then in force."""
+    launch = read_launches(run_dirs)
+    profile = launch.meta.get("profile") if isinstance(launch.meta, dict) else None
+    env: dict[HostPid, dict[str, str]] = {}
+    expected: dict[HostPid, dict[str, str]] = {}
+    for proc in launch.processes:
+        key = (nccl_host(proc.host), proc.pid)
+        for rec, exp in expectations(proc.records, profile):
+            if rec.get("event") in ENV_EVENTS:
+                env[key] = rec["env"]
             if exp is not None:
-                expected_by_pid[proc.pid] = dict(exp.env)
-    return env_by_pid, expected_by_pid
+                expected[key] = dict(exp.env)
+    return env, expected
 
 
-def cross_check(report: Report, nccl_debug_dir: str | Path) -> dict[str, Any]:
-    meta, _ = read_launch(report.run_dir)
-    launch_env = dict(((meta.get("profile") or {}) if isinstance(meta, dict) else {}).get("env", {}))
-    env_by_pid, expected_by_pid = per_process(report.run_dir)
+def cross_check(report: Report, nccl_debug_dir: str) -> dict[str, Any]:
+    run_dirs = report.run_dirs or [report.run_dir]
+    launch = read_launches(run_dirs)
+    launch_env = dict(((launch.meta.get("profile") or {}) if isinstance(launch.meta, dict) else {}).get("env", {}))
+    env_by, expected_by = per_process(run_dirs)
     logs = parse_dir(nccl_debug_dir)
-    disagreements = compare(logs, launch_env, env_by_pid, expected_by_pid=expected_by_pid)
+    disagreements = []
+    for host in sorted({log.host for log in logs}):
+        # compare() matches by pid: one host at a time, so a pid of another host never answers for it.
+        mine = [log for log in logs if log.host == host]
+        disagreements += compare(mine, launch_env, {pid: e for (h, pid), e in env_by.items() if h == host},
+                                 expected_by_pid={pid: e for (h, pid), e in expected_by.items() if h == host})
     errors = [d for d in disagreements if d.severity == "error"]
     text = "NCCL's own debug output (" + str(nccl_debug_dir) + ")\n" + format_text(disagreements, logs)
     return {

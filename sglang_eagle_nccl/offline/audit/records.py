@@ -6,16 +6,12 @@ An audit directory may be shared, copied, corrupted or tampered with, so reading
   symlink would read a file elsewhere): names are checked with ``lstat``, opened with
   ``O_NOFOLLOW | O_NONBLOCK`` and checked again with ``fstat`` (:mod:`sglang_eagle_nccl.contract.files`);
 - reads more than :data:`MAX_RECORD_FILE_BYTES` per file;
-- passes a record to judging unless it is a JSON object whose fields have the types the
-  judge reads (:data:`EVENT_SCHEMAS`, one row per event; a record of an event not in the table
-  needs only the common fields, so new events pass through until a row is added for them).
+- passes a record to judging unless it is strict JSON (no NaN or Infinity) of an event of the one
+  table, :mod:`sglang_eagle_nccl.contract.events`, with the fields and types its row declares (the
+  same reader serves the audit records and NCCL's reads logs, each with its table).
 
 Everything that is not read or not valid is returned as an :class:`Unreadable` entry (file,
-line, reason) for the report to show.
-
-To add an event: add a row to :data:`EVENT_SCHEMAS` naming the fields the judge or the report
-reads, with their types (``STR``, ``INT``, ``BOOL``, ``NUM``, ``ENV``, ``opt(...)``,
-``list_of(...)``, ``map_of(...)``, ``obj({...})``).
+line, reason) for the report to show; it demotes the verdict.
 """
 
 from __future__ import annotations
@@ -28,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sglang_eagle_nccl.contract import events
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.files import UnreadableFile, kind_of, read_regular_file
-from sglang_eagle_nccl.contract.launch_dir import FILE_PREFIX, FILE_SUFFIX, LAUNCH_META
+from sglang_eagle_nccl.contract.launch_dir import FILE_PREFIX, FILE_SUFFIX, LAUNCH_META, READS_PREFIX
 from sglang_eagle_nccl.contract.names import is_ascii_digits
 
 # One process writes a few hundred records of a few KiB at most (start-up and one per
@@ -62,19 +59,9 @@ class Unreadable:
         return {"file": self.file, "line": self.line, "reason": self.reason}
 
 
-# --- the schema language --------------------------------------------------------------------
+# --- the table's types, as checks -----------------------------------------------------------------
 
 Check = Callable[[Any], str | None]  # None when the value fits, else what is wrong in words
-
-
-def _type(python_type: type | tuple[type, ...], words: str) -> Check:
-    def check(value: Any) -> str | None:
-        # bool is an int in Python; JSON true/false must never pass as a number.
-        if isinstance(value, bool) and bool not in (python_type if isinstance(python_type, tuple) else (python_type,)):
-            return f"expected {words}, got a boolean"
-        return None if isinstance(value, python_type) else f"expected {words}, got {_json_type(value)}"
-
-    return check
 
 
 def _json_type(value: Any) -> str:
@@ -93,50 +80,64 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-STR = _type(str, "a string")
-INT = _type(int, "an integer")
-BOOL = _type(bool, "a boolean")
-NUM = _type((int, float), "a number")
-ANY: Check = lambda value: None  # noqa: E731
+_BASE: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "str": (str, "a string"), "int": (int, "an integer"), "bool": (bool, "a boolean"), "num": ((int, float), "a number"),
+}
 
 
-def opt(check: Check) -> Check:
-    """``check``, or null."""
-    return lambda value: None if value is None else check(value)
+def check_of(field_type: Any) -> Check:
+    """The check for one field type of :mod:`sglang_eagle_nccl.contract.events` (see its docstring)."""
+    if field_type == "any":
+        return lambda value: None
+    if isinstance(field_type, str):
+        python_type, words = _BASE[field_type]
+
+        def base(value: Any) -> str | None:
+            # bool is an int in Python; JSON true/false must never pass as a number.
+            if isinstance(value, bool) and field_type != "bool":
+                return f"expected {words}, got a boolean"
+            if isinstance(value, float) and value != value:  # NaN: not JSON, never a value
+                return f"expected {words}, got NaN"
+            return None if isinstance(value, python_type) else f"expected {words}, got {_json_type(value)}"
+
+        return base
+    kind = field_type[0]
+    if kind == "opt":
+        inner = check_of(field_type[1])
+        return lambda value: None if value is None else inner(value)
+    if kind == "list":
+        item = check_of(field_type[1])
+
+        def each(value: Any) -> str | None:
+            if not isinstance(value, list):
+                return f"expected a list, got {_json_type(value)}"
+            for index, element in enumerate(value):
+                why = item(element)
+                if why:
+                    return f"[{index}]: {why}"
+            return None
+
+        return each
+    if kind == "map":
+        item = check_of(field_type[1])
+
+        def values(value: Any) -> str | None:
+            if not isinstance(value, dict):
+                return f"expected an object, got {_json_type(value)}"
+            for key, element in value.items():
+                why = item(element)
+                if why:
+                    return f"[{key!r}]: {why}"
+            return None
+
+        return values
+    if kind == "obj":
+        return _object_check({k: check_of(v) for k, v in field_type[1].items()},
+                             {k: check_of(v) for k, v in field_type[2].items()})
+    raise ValueError(f"unknown field type {field_type!r}")
 
 
-def list_of(item: Check) -> Check:
-    def check(value: Any) -> str | None:
-        if not isinstance(value, list):
-            return f"expected a list, got {_json_type(value)}"
-        for index, element in enumerate(value):
-            why = item(element)
-            if why:
-                return f"[{index}]: {why}"
-        return None
-
-    return check
-
-
-def map_of(item: Check) -> Check:
-    """A JSON object with any keys and values that pass ``item``."""
-
-    def check(value: Any) -> str | None:
-        if not isinstance(value, dict):
-            return f"expected an object, got {_json_type(value)}"
-        for key, element in value.items():
-            why = item(element)
-            if why:
-                return f"[{key!r}]: {why}"
-        return None
-
-    return check
-
-
-def obj(required: Mapping[str, Check], optional: Mapping[str, Check] | None = None) -> Check:
-    """A JSON object with the ``required`` fields and, when present, the ``optional`` ones."""
-    optional = optional or {}
-
+def _object_check(required: Mapping[str, Check], optional: Mapping[str, Check]) -> Check:
     def check(value: Any) -> str | None:
         if not isinstance(value, dict):
             return f"expected an object, got {_json_type(value)}"
@@ -156,140 +157,70 @@ def obj(required: Mapping[str, Check], optional: Mapping[str, Check] | None = No
     return check
 
 
-# An NCCL environment snapshot or expectation: variable -> value.
-ENV = map_of(STR)
-GROUP_DESCRIPTION = obj({}, {"unique_name": opt(STR), "group": opt(STR)})
-MISMATCHES = list_of(obj({"variable": STR, "values_by_rank": map_of(opt(STR))}))
-
-
 @dataclass(frozen=True)
-class EventSchema:
-    required: Mapping[str, Check]
-    optional: Mapping[str, Check]
+class Schema:
+    """One table of :mod:`sglang_eagle_nccl.contract.events`, compiled into checks."""
+
+    common: Check
+    events: Mapping[str, Check]
+
+    @classmethod
+    def of(cls, common: Mapping[str, Any], table: Mapping[str, events.Event]) -> Schema:
+        return cls(
+            _object_check({k: check_of(v) for k, v in common.items()}, {}),
+            {name: _object_check({k: check_of(v) for k, v in e.required.items()},
+                                 {k: check_of(v) for k, v in e.optional.items()}) for name, e in table.items()},
+        )
+
+    def problem(self, record: Any) -> str | None:
+        """Why ``record`` cannot be judged, or None when it fits its event's row.
+
+        An event not in the table is not judged either: it was written by another version of the
+        plugin (or by hand), and a record nobody can interpret must be listed, not passed over.
+        """
+        if not isinstance(record, dict):
+            return f"not a JSON object but {_json_type(record)}"
+        why = self.common(record)
+        if why:
+            return why
+        check = self.events.get(record["event"])
+        if check is None:
+            return f"unknown event {record['event']!r} (not written by this version of the plugin)"
+        why = check(record)
+        return f"{record['event']} record: {why}" if why else None
 
 
-def event(required: Mapping[str, Check] | None = None, optional: Mapping[str, Check] | None = None) -> EventSchema:
-    return EventSchema(dict(required or {}), dict(optional or {}))
-
-
-# Fields every record has (AuditWriter.write).
-COMMON = {"event": STR, "pid": INT, "ts": NUM, "role": STR}
-
-# Per event: the fields the judge and the report read, with their types.
-EVENT_SCHEMAS: dict[str, EventSchema] = {
-    "process_start": event(
-        {"env": ENV},
-        {"expected_env": ENV, "profile": opt(STR), "node_rank": opt(INT), "origin": opt(STR), "invocation": opt(STR),
-         "group_envs": map_of(ENV), "sglang_wins": list_of(STR)},
-    ),
-    "profile_changed": event(
-        {"env": ENV, "expected_env": ENV},
-        {"reason": opt(STR), "profile": opt(STR), "node_rank": opt(INT), "group_envs": map_of(ENV),
-         "sglang_wins": list_of(STR), "changes": list_of(map_of(ANY))},
-    ),
-    "correctness_conflict": event({"variables": list_of(STR)}, {"message": opt(STR)}),
-    "native_plugins": event(
-        {"library": STR},
-        {"library_version": opt(STR), "rules_digest": opt(STR), "tuner": BOOL, "reads_log": opt(STR)},
-    ),
-    "audit_error": event({}, {"lost_event": opt(STR), "error": opt(STR)}),
-    "process_role": event({"title": STR}),
-    "patch_set": event(
-        {"patch_set": STR},
-        {"sglang_version": opt(STR), "status": opt(STR), "uncovered": list_of(obj({"target": STR}))},
-    ),
-    "hook_installed": event({"target": STR}, {"mechanism": opt(STR), "handler": opt(STR)}),
-    "hook_uncovered": event({"target": STR}, {"required": BOOL, "reason": opt(STR), "mechanism": opt(STR)}),
-    "plugin_error": event({}, {"handler": opt(STR), "hook": opt(STR), "error": opt(STR)}),
-    "sglang_env_writes": event(
-        {"writes": list_of(obj({"name": STR}, {"before": opt(STR), "after": opt(STR), "for_correctness": opt(STR)}))},
-        {"where": opt(STR), "server_flags": map_of(ANY)},
-    ),
-    "env_restored": event(
-        {"env": ENV},
-        {"overwrites": list_of(
-            obj({"name": STR, "profile_value": opt(STR)}, {"restored": BOOL, "foreign_value": opt(STR)})
-        )},
-    ),
-    "scheduler_start": event({"env": ENV}, {"overwrites": list_of(map_of(ANY))}),
-    "profile_replaced": event({"env": ENV}, {"profile": opt(STR)}),
-    "consistency_ok": event({"group": STR}, {"ranks": list_of(INT), "fingerprint": opt(STR)}),
-    "consistency_mismatch": event({"group": STR, "mismatches": MISMATCHES}, {"ranks": list_of(INT), "mode": opt(STR)}),
-    "consistency_failed": event({"group": STR}, {"error": opt(STR), "mismatches": MISMATCHES}),
-    "group_created": event(
-        {"group": STR, "env": ENV},
-        {
-            "unique_name": opt(STR), "ranks": list_of(INT), "rank_in_group": opt(INT), "world_size": opt(INT),
-            "global_rank": opt(INT), "backend": opt(STR), "device_group_backend": opt(STR),
-            "cpu_group_backend": opt(STR), "torch_comm": opt(STR), "use_pynccl": BOOL, "has_pynccl": BOOL,
-            "group_overrides": opt(ENV), "process_env": ENV, "allreduce_paths": opt(map_of(ANY)),
-        },
-    ),
-    "pynccl_created": event(
-        {"group": STR, "env": ENV},
-        {
-            "world_size": opt(INT), "rank": opt(INT), "available": BOOL, "disabled": BOOL, "device": opt(STR),
-            "library": opt(STR), "group_overrides": opt(ENV), "process_env": ENV,
-        },
-    ),
-    "torch_pg_options": event({}, {"group": opt(STR), "options": opt(STR)}),
-    "eagle_groups": event(
-        {"worker": STR},
-        {
-            "module": opt(STR), "draft": opt(map_of(GROUP_DESCRIPTION)), "verify": opt(map_of(GROUP_DESCRIPTION)),
-            "current_tp": opt(GROUP_DESCRIPTION), "new_groups": BOOL, "draft_note": opt(STR),
-        },
-    ),
-    "mechanism_fallback": event({"target": STR}, {"reason": opt(STR)}),
-}
-
-# launch.json: written once by the process that created the launch directory.
-LAUNCH_META_SCHEMA = obj(
-    {},
-    {
-        "profile": obj(
-            {},
-            {
-                "name": opt(STR), "env": ENV, "groups": map_of(ENV), "nodes": map_of(ENV),
-                "policy": obj({}, {"sglang_wins": list_of(STR)}), "sources": list_of(STR),
-            },
-        ),
-        "launcher": opt(STR),
-    },
-)
+RECORDS = Schema.of(events.COMMON, events.EVENTS)
+READS = Schema.of(events.READS_COMMON, events.READS_EVENTS)
+LAUNCH_META_SCHEMA = check_of(events.LAUNCH_META)
+# Kept for readers of the table by name (tests, the fuzzer).
+EVENT_SCHEMAS = events.EVENTS
 
 
 def record_problem(record: Any) -> str | None:
-    """Why ``record`` cannot be judged, or None when it fits the schema of its event."""
-    if not isinstance(record, dict):
-        return f"not a JSON object but {_json_type(record)}"
-    for key, check in COMMON.items():
-        if key not in record:
-            return f"missing field {key!r}"
-        why = check(record[key])
-        if why:
-            return f"field {key!r}: {why}"
-    schema = EVENT_SCHEMAS.get(record["event"])
-    if schema is None:
-        return None
-    why = obj(schema.required, schema.optional)(record)
-    return f"{record['event']} record: {why}" if why else None
+    """Why an audit record cannot be judged, or None (see :meth:`Schema.problem`)."""
+    return RECORDS.problem(record)
 
 
 # --- files ---------------------------------------------------------------------------------
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _loads(text: str) -> tuple[Any, str | None]:
     try:
-        return json.loads(text), None
+        return json.loads(text, parse_constant=_no_constant), None
     except RecursionError:
         return None, "JSON nested too deeply"
     except ValueError as exc:  # JSONDecodeError, and int() beyond Python's digit limit
         return None, f"not valid JSON ({exc})"
 
 
-def parse_records(data: bytes, file: str) -> tuple[list[dict[str, Any]], list[Unreadable]]:
-    """The valid records of one process file, and one Unreadable entry per line that is not."""
+def parse_records(data: bytes, file: str, schema: Schema = RECORDS) -> tuple[list[dict[str, Any]], list[Unreadable]]:
+    """The valid records of one file (audit records, or NCCL's reads log with ``schema=READS``), and one
+    Unreadable entry per line that is not."""
     records: list[dict[str, Any]] = []
     bad: list[Unreadable] = []
     for number, raw in enumerate(data.split(b"\n"), start=1):
@@ -302,7 +233,7 @@ def parse_records(data: bytes, file: str) -> tuple[list[dict[str, Any]], list[Un
             continue
         record, why = _loads(text)
         if why is None:
-            why = record_problem(record)
+            why = schema.problem(record)
         if why is None:
             records.append(record)
         else:
@@ -349,13 +280,17 @@ def is_record_file_name(name: str) -> bool:
     return name.startswith(FILE_PREFIX) and name.endswith(FILE_SUFFIX)
 
 
-def read_record_file(path: Path) -> tuple[list[dict[str, Any]] | None, list[Unreadable]]:
+def is_reads_file_name(name: str) -> bool:
+    return name.startswith(READS_PREFIX) and name.endswith(FILE_SUFFIX)
+
+
+def read_record_file(path: Path, schema: Schema = RECORDS) -> tuple[list[dict[str, Any]] | None, list[Unreadable]]:
     """(records, unreadable): records is None when the file itself was not read."""
     try:
         data = read_regular_file(str(path), MAX_RECORD_FILE_BYTES, follow_symlinks=False)
     except UnreadableFile as exc:
         return None, [Unreadable(path.name, None, exc.reason)]
-    return parse_records(data, path.name)
+    return parse_records(data, path.name, schema)
 
 
 def list_entries(directory: Path) -> list[os.DirEntry[str]]:

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglang_eagle_nccl.inproc.env_writer import put_back
-from sglang_eagle_nccl.offline.audit.judge import MARK, Report, format_text, load_report
-from sglang_eagle_nccl.offline.launch.child_env import child_environment
+from sglang_eagle_nccl.inproc.boot import environ
+from sglang_eagle_nccl.inproc.child_env import child_environment
+from sglang_eagle_nccl.offline.audit.judge import MARK, Report, load_report
+from sglang_eagle_nccl.offline.audit.render import format_text
 
 
 class PreflightError(RuntimeError):
@@ -74,6 +75,23 @@ class PreflightResult:
         verdict = "ok" if self.ok else "fail"
         lines.append(f"Preflight {MARK[verdict]} in {self.wall_s:.1f}s ({len(self.ranks)} rank(s)); audit: {self.run_dir}")
         return "\n".join(lines)
+
+
+def cuda_possible() -> bool:
+    """False when no CUDA device can be used here, known without importing torch.
+
+    Importing torch just to ask ``torch.cuda.is_available()`` costs the launcher about a second (the
+    largest share of preflight's wall time after the ranks' own imports), on the critical path before
+    any rank starts. A CPU build of torch (its version ends in ``+cpu``) or a machine without NVIDIA
+    device nodes cannot use CUDA; anything else is asked of torch itself.
+    """
+    from sglang_eagle_nccl.contract.versions import installed_version
+
+    torch_version = installed_version("torch")
+    if torch_version is None or torch_version.endswith("+cpu"):
+        return False
+    return any(name.startswith("nvidia") and name[6:].isdigit() for name in os.listdir("/dev")) \
+        if os.path.isdir("/dev") else True
 
 
 def _free_port() -> int:
@@ -164,12 +182,12 @@ def run_preflight(
     local_ranks = tp_size // nnodes
     cuda = False
     if backend in ("auto", "nccl"):
-        try:
+        if find_spec("torch") is None:
+            raise PreflightError("torch is not installed in this Python environment")
+        if cuda_possible():
             import torch
 
             cuda = torch.cuda.is_available() and torch.cuda.device_count() >= local_ranks
-        except ImportError as exc:
-            raise PreflightError(f"torch is not installed: {exc}") from None
     if backend == "nccl" and not cuda:
         raise PreflightError(f"--backend nccl needs {local_ranks} CUDA device(s) on this node")
     chosen = "nccl" if (backend == "nccl" or (backend == "auto" and cuda)) else "gloo"
@@ -198,13 +216,9 @@ def run_preflight(
                                 root_pid=str(os.getpid()))
     cpu_env = cpu_rank_env(local_ranks) if device == "cpu" else {}
     saved = {k: os.environ.get(k) for k in [*updates, *cpu_env]}
-    for k, v in updates.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    for k, v in cpu_env.items():
-        os.environ.setdefault(k, v)
+    # Through the one writer: the hand-off, then the CPU binding where the user set none (harness names).
+    environ.write(updates)
+    environ.write({k: v for k, v in cpu_env.items() if k not in os.environ}, harness=True)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = []
@@ -223,7 +237,7 @@ def run_preflight(
             p.start()
             procs.append((rank, p))
     finally:
-        put_back(saved)
+        environ.put_back(saved, harness=True)
     outcomes: dict[int, RankOutcome] = {}
     deadline = start + timeout
     first_failure: float | None = None

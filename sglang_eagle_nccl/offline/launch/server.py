@@ -3,7 +3,7 @@
 The wrapper validates the profile first (nothing starts on a bad profile), checks that the
 installed SGLang is covered by a patch set, opens the launch's audit directory, and runs
 ``python -m sglang.launch_server <args>`` with the environment built by
-:func:`~sglang_eagle_nccl.offline.launch.child_env.child_environment`. The server's interpreter activates
+:func:`~sglang_eagle_nccl.inproc.child_env.child_environment`. The server's interpreter activates
 the plugin from the ``.pth`` bootstrap (every SGLang version), so this works the same on SGLang
 releases with and without native plugins. Signals are forwarded; when the server exits, the
 audit verdict is printed.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sglang_eagle_nccl.contract.log import log
-from sglang_eagle_nccl.offline.launch.child_env import child_environment, merged
+from sglang_eagle_nccl.inproc.child_env import child_environment, merged
 from sglang_eagle_nccl.profile.model import Profile
 
 
@@ -96,11 +96,28 @@ def run(plan: LaunchPlan, *, summary: bool = True) -> int:
     if summary and plan.run_dir is not None:
         from sglang_eagle_nccl.offline.audit.judge import MARK, load_report
 
+        paths = [plan.run_dir]
+        if "--use-ray" in plan.argv:
+            # The scheduler actors wrote on their own nodes: gather them through Ray (the cluster outlives
+            # SGLang when it was started with `ray start`; a private one died with it: this node only).
+            import tempfile
+
+            from sglang_eagle_nccl.offline.ray_collect import CollectError, collect
+
+            try:
+                collected = collect(plan.run_dir, tempfile.mkdtemp(prefix="sglang-eagle-nccl-collected-"),
+                                    address=os.environ.get("RAY_ADDRESS") or "auto")
+                paths = collected.directories or paths
+                log(collected.summary())
+            except CollectError as exc:
+                log(f"records of other Ray nodes not gathered ({exc}); the verdict covers this node: "
+                    f"run `sglang-eagle-nccl audit --ray ADDRESS {plan.run_dir}` while the cluster is up")
         try:
-            report = load_report(plan.run_dir)
+            report = load_report(paths)
             log(
                 f"audit {MARK[report.verdict]} ({report.verdict}): {len(report.processes)} process(es), "
-                f"{len(report.communicators)} communicator record(s); details: sglang-eagle-nccl audit {plan.run_dir}"
+                f"{len(report.communicators)} communicator record(s) on {len(report.machines())} machine(s); details: "
+                f"sglang-eagle-nccl audit {' '.join(paths)}"
             )
         except (OSError, ValueError) as exc:
             log(f"no audit could be read from {plan.run_dir}: {exc}")

@@ -29,6 +29,7 @@ are comments. Standard library only.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import re
 import statistics
@@ -63,20 +64,20 @@ _STAMP_START = re.compile(r"(?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
 _SERVER_ARGS = re.compile(r"\bserver_args=(?:ServerArgs\(|\{\s*['\"}])")
 _DECODE = re.compile(r"\bDecode batch\b")
 _F_RUNNING = re.compile(r"#running-req:\s*([0-9]{1,12})\b")  # ASCII and bounded: int() never sees a 5000-digit run
-_F_ACCEPT_LEN = re.compile(r"(?:^|[,.]|\])\s*accept len:\s*([0-9]+(?:\.[0-9]+)?)")
-_F_ACCEPT_RATE = re.compile(r"(?:^|[,.]|\])\s*accept rate:\s*([0-9]+(?:\.[0-9]+)?)")
+_F_ACCEPT_LEN = re.compile(r"(?:^|[,.]|\])\s*accept len:\s*([0-9]{1,15}(?:\.[0-9]{1,15})?)(?![0-9])")
+_F_ACCEPT_RATE = re.compile(r"(?:^|[,.]|\])\s*accept rate:\s*([0-9]{1,15}(?:\.[0-9]{1,15})?)(?![0-9])")
 _F_GRAPH = re.compile(r"\b((?:cuda|cpu|npu|xpu|musa) graph):\s*(True|False)\b")
-_F_GEN_TPUT = re.compile(r"gen throughput \(token/s\):\s*([0-9]+(?:\.[0-9]+)?)")
+_F_GEN_TPUT = re.compile(r"gen throughput \(token/s\):\s*([0-9]{1,15}(?:\.[0-9]{1,15})?)(?![0-9])")
 
 _STARTUP = re.compile(r"Engine startup timings \(s\):(?P<body>.*)")
 _STARTUP_GRAPH = re.compile(r"cuda_graph=\{(?P<inner>[^}]*)\}")
-_KV_NUM = re.compile(r"(\w+)=([0-9]+(?:\.[0-9]+)?)")
+_KV_NUM = re.compile(r"(\w+)=([0-9]{1,15}(?:\.[0-9]{1,15})?)(?![0-9])")
 
 _CAPTURE = re.compile(
     r"Capture (?P<what>[\w -]*?)\s*(?:cuda|cpu|npu|xpu|musa) graph (?P<phase>begin|end)\b",
     re.IGNORECASE,
 )
-_CAPTURE_SECS = re.compile(r"(?:Time elapsed: |elapsed=)([0-9]+(?:\.[0-9]+)?) ?s\b")
+_CAPTURE_SECS = re.compile(r"(?:Time elapsed: |elapsed=)([0-9]{1,15}(?:\.[0-9]{1,15})?)(?![0-9]) ?s\b")
 _CAPTURE_FAILED = re.compile(r"Capture (?:[\w -]*?)(?:cuda|cpu|npu) graph failed", re.IGNORECASE)
 _DISABLED = re.compile(
     r"^(?:(?:cuda|cpu|npu) graph\b[^.]{0,60}?\b(?:is|are)\s+disabled\b"
@@ -675,6 +676,34 @@ def parse_log_lines(
     return _diagnose(reports, tuple(audit_problems), base)
 
 
+# A day of an SGLang server's log at the default level is tens of MiB; the cap bounds what a wrong
+# path (a core dump, a sparse file) makes this command hold in memory.
+MAX_LOG_BYTES = 256 * 1024 * 1024
+
+
+class LogUnreadable(ValueError):
+    """A log that is not read: a FIFO, a device, a directory, over MAX_LOG_BYTES, unreadable."""
+
+
+def _open_log(name: str) -> io.TextIOWrapper:
+    """The log as text lines, read like any file from outside: regular files only, bounded.
+
+    ``open()`` would wait forever on a FIFO and read ``/dev/zero`` until memory runs out; the
+    guarded reader refuses both at once. Decoded as before (UTF-8, undecodable bytes replaced,
+    universal newlines).
+    """
+    from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
+
+    try:
+        data = read_regular_file(name, MAX_LOG_BYTES, follow_symlinks=True)
+    except UnreadableFile as exc:
+        raise LogUnreadable(
+            f"{name}: cannot read this log: {exc.reason}. Fix: pass SGLang server log files (regular files of at most "
+            f"{MAX_LOG_BYTES // (1024 * 1024)} MiB; cut a larger one, e.g. tail -c 200M server.log > part.log)"
+        ) from None
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
+
+
 def analyze_logs(
     paths: Sequence[str | os.PathLike[str]],
     *,
@@ -690,7 +719,7 @@ def analyze_logs(
     plugin's audit dir), or a cycle too slow for the accept length.
 
     A file in which nothing is recognised yields a report saying so. Raises ValueError
-    for an empty path list or a bad baseline_decode_ms, OSError for unreadable files.
+    for an empty path list, a bad baseline_decode_ms or a log that cannot be read (:class:`LogUnreadable`).
     """
     if not paths:
         raise ValueError("no log files given: pass at least one SGLang server log (LOG...)")
@@ -698,7 +727,7 @@ def analyze_logs(
     reports: list[RunReport] = []
     for path in paths:
         name = os.fspath(path)
-        with open(name, encoding="utf-8", errors="replace") as fh:
+        with _open_log(name) as fh:
             runs = [_summarise(raw) for raw in _split_runs(fh, name)]
         if not runs:
             runs = [

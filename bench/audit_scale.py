@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""How `audit` grows with the launch: 8, 64, 512 and 4,096 processes, records and NCCL reads logs.
+
+A synthetic launch shaped like a real TP launch: per process the records a scheduler rank writes (start,
+patch set, hooks, role, scheduler start, six groups with their PyNccl communicators, native plugins,
+its reads log) and a reads log of a dozen reads with counts -- the shape and sizes of the real writers,
+through the real identity and file naming (contract/launch_dir.py). Each size is judged by `audit --json`
+in a fresh process pinned to one core (``taskset -c 0`` when available); CPU time of that process is the
+figure (wall time follows the machine's load). Goal: 512 processes under 5 s on one core.
+
+    python3 bench/audit_scale.py [--sizes 8,64,512,4096] [--repeat 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import REPO, emit, git_state, load, machine, median
+
+GROUPS = ("world", "tp", "pp", "attn_tp", "moe_ep", "moe_tp")
+ENV = {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_BUFFSIZE": "16777216", "NCCL_NTHREADS": "512",
+       "NCCL_P2P_LEVEL": "SYS", "NCCL_MAX_NCHANNELS": "16"}
+
+
+def _identity(host: int, pid: int) -> dict[str, object]:
+    return {"host": f"gpu-node-{host}", "boot_id": f"{host:032x}", "pidns": "4026531836", "pid": pid,
+            "start": str(100000 + pid)}
+
+
+def write_launch(run: Path, processes: int, per_host: int = 8) -> None:
+    sys.path.insert(0, str(REPO))
+    from sglang_eagle_nccl.contract.launch_dir import process_file_name, reads_file_name
+
+    run.mkdir(parents=True)
+    (run / "launch.json").write_text(json.dumps({"profile": {"name": "pcie-8gpu", "env": ENV}}))
+    for i in range(processes):
+        ident = _identity(i // per_host, 1000 + i % per_host)
+        reads_name = reads_file_name(ident)
+
+        def rec(event: str, _i: int = i, _ident: dict = ident, **fields: object) -> str:
+            return json.dumps({"event": event, "ts": 1.0 + _i, "role": "scheduler", **_ident, **fields})
+
+        lines = [rec("process_start", expected_env=ENV, env=ENV, profile="pcie-8gpu", group_envs={}, sglang_wins=[],
+                     origin="pth", invocation="python -c <multiprocessing.spawn>", node_rank=i // per_host),
+                 rec("patch_set", patch_set="sglang-0.5.21-latest", sglang_version="0.5.23", status="tested",
+                     uncovered=[])]
+        lines += [rec("hook_installed", target=f"sglang.x:T{h}", mechanism="wrapt", handler="h") for h in range(8)]
+        lines += [rec("process_role", title=f"sglang::scheduler_TP{i % per_host}"),
+                  rec("scheduler_start", env=ENV, ranks={"tp_rank": i % per_host}, overwrites=[])]
+        for g in GROUPS:
+            ranks = list(range(processes)) if g == "world" else [i]  # a TP launch: most groups have one rank
+            lines.append(rec("group_created", group=g, unique_name=f"{g}:0", ranks=ranks[:64], env=ENV,
+                             torch_comm="lazy-nccl", group_overrides={}, use_pynccl=True, has_pynccl=True))
+            lines.append(rec("pynccl_created", group=g, env=ENV, available=True, disabled=False, world_size=len(ranks)))
+        lines += [rec("native_plugins", library="/x/lib.so", library_version="0.1.0", rules_digest="d", tuner=False,
+                      reads_log=str(run / reads_name)),
+                  rec("nccl_reads_log", file=reads_name)]
+        (run / process_file_name(ident)).write_text("\n".join(lines) + "\n")
+        pid = ident["pid"]
+        reads = [json.dumps({"event": "reads_log", "time": 1.0, **ident}),
+                 json.dumps({"event": "env_init", "pid": pid, "time": 1.0, "abi": "v2", "nccl_version": "2.32.3",
+                             "library_version": "0.1.0"})]
+        for name, value in ENV.items():
+            reads.append(json.dumps({"event": "read", "pid": pid, "time": 1.0, "name": name, "value": value,
+                                     "source": "profile", "environment": value, "disagrees": False}))
+        counts = [{"name": n, "value": v, "source": "profile", "environment": v, "count": 3} for n, v in ENV.items()]
+        reads.append(json.dumps({"event": "counts", "pid": pid, "time": 2.0, "reads": counts, "unrecorded": 0}))
+        (run / reads_name).write_text("\n".join(reads) + "\n")
+
+
+def measure(run: Path) -> tuple[float, float, int]:
+    """(CPU seconds of `audit --json`, wall seconds, exit code) in a fresh interpreter on one core."""
+    code = ("import resource, subprocess, sys, time; t = time.monotonic();"
+            "p = subprocess.run([sys.executable, '-m', 'sglang_eagle_nccl', 'audit', sys.argv[1], '--json'],"
+            " stdout=subprocess.DEVNULL); w = time.monotonic() - t;"
+            "r = resource.getrusage(resource.RUSAGE_CHILDREN); print(r.ru_utime + r.ru_stime, w, p.returncode)")
+    cmd = [sys.executable, "-c", code, str(run)]
+    if shutil.which("taskset"):
+        cmd = ["taskset", "-c", "0", *cmd]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO,
+                         env=dict(os.environ, PYTHONPATH=str(REPO)))
+    cpu, wall, rc = out.stdout.split()
+    return float(cpu), float(wall), int(rc)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", default="8,64,512,4096")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    load_before = load()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-audit-") as d:
+        for n in (int(x) for x in args.sizes.split(",")):
+            run = Path(d) / f"launch-{n}"
+            write_launch(run, n)
+            size = sum(p.stat().st_size for p in run.iterdir())
+            cpus, walls = [], []
+            for _ in range(args.repeat):
+                cpu, wall, rc = measure(run)
+                if rc != 0:
+                    raise SystemExit(f"audit of {n} processes exited {rc}: the synthetic launch should pass")
+                cpus.append(cpu)
+                walls.append(wall)
+            rows.append({"processes": n, "files": 2 * n, "bytes": size, "median_cpu_s": round(median(cpus), 3),
+                         "median_wall_s": round(median(walls), 3), "per_process_ms": round(1000 * median(cpus) / n, 2)})
+    base = rows[0]
+    for row in rows:
+        row["cpu_ratio_to_smallest"] = round(row["median_cpu_s"] / base["median_cpu_s"], 2)
+    at512 = next((r for r in rows if r["processes"] == 512), None)
+    result = {
+        "benchmark": "audit --json of a synthetic launch (records + NCCL reads logs), one core",
+        "rows": rows,
+        "goal": "512 processes under 5 s CPU on one core",
+        "met": at512 is not None and at512["median_cpu_s"] < 5,
+        "repeat": args.repeat,
+        "plugin": git_state(),
+        "load_before": load_before,
+        "load_after": load(),
+        "machine": machine(),
+    }
+    emit(result, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Showing a verdict: one screen per cluster by default, every record with ``--verbose`` (``--json``: all of it).
+
+The default view has one section per machine (host name, boot, PID namespace: a container is a machine of
+its own) with four lines -- processes, communicators, NCCL's own reads, the EAGLE groups -- and, under
+them, every process or communicator that is not ✓ with why. Groups of one rank are counted, not listed
+(a TP 16 launch has dozens). ``--verbose`` adds every process, every communicator, every read and the
+per-group all-reduce tables.
+
+Everything printed from a record is untrusted text (an audit directory may be copied, shared or
+tampered with): control characters are escaped, so a value cannot move the cursor, clear the screen or
+forge a line of the verdict.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from sglang_eagle_nccl.offline.audit.judge import MARK, CommVerdict, ProcessVerdict, Report, shown
+
+
+def printable(text: object) -> str:
+    """``text`` with every control character (C0, DEL, C1) written as an escape: nothing it holds acts on a terminal."""
+    out = []
+    for ch in str(text):
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code < 0xA0 or ch in "\u2028\u2029":
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _is_helper(p: ProcessVerdict) -> bool:
+    return not p.loaded_sglang and p.role not in ("launcher",) and not p.sglang_rank
+
+
+def _machine_label(report: Report, machine: tuple[str, str, str]) -> str:
+    host, boot, pidns = machine
+    same_name = [m for m in report.machines() if m[0] == host]
+    if len(same_name) == 1:
+        return f"host {host}"
+    # Several machines share the name (containers, cloned VMs): say what tells them apart.
+    return f"host {host} (boot {boot[:8]}, pid namespace {pidns})"
+
+
+def _counts(marks: Iterable[str]) -> str:
+    counted = Counter(marks)
+    return ", ".join(f"{MARK[v]} {counted[v]}" for v in ("fail", "warn", "ok", "absent") if counted[v])
+
+
+def _comm_name(c: CommVerdict) -> str:
+    return c.unique_name or c.group
+
+
+def _compact_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
+    procs = [p for p in report.processes if p.machine == machine]
+    keys = {p.process for p in procs}
+    comms = [c for c in report.communicators if c.process in keys]
+    lines = [f"{_machine_label(report, machine)}: {len(procs)} process(es)"]
+    roles = Counter(("helper" if _is_helper(p) else p.role.split("_TP")[0].split("_DP")[0]) for p in procs)
+    lines.append(f"  processes      {_counts(p.verdict for p in procs)}  ("
+                 + ", ".join(f"{n} {role}" for role, n in sorted(roles.items())) + ")")
+    multi = [c for c in comms if len(c.ranks) != 1]
+    single = [c for c in comms if len(c.ranks) == 1]
+    groups = Counter(f"{c.group}/{c.kind}" for c in multi)
+    text = _counts(c.verdict for c in multi) or "(none recorded)"
+    if groups:
+        text += "  (" + ", ".join(f"{g} x{n}" if n > 1 else g for g, n in sorted(groups.items())) + ")"
+    if single:
+        text += f"; {len(single)} one-rank group(s) {_counts(c.verdict for c in single)}"
+    lines.append(f"  communicators  {text}")
+    reads = [r for r in report.nccl_reads.values() if r.get("process") in keys]
+    if reads:
+        total = sum(len(r["reads"]) for r in reads)
+        lines.append(f"  NCCL's reads   {_counts(r['verdict'] for r in reads)}  ({total} read(s) in {len(reads)} process(es))")
+    else:
+        lines.append("  NCCL's reads   – none recorded (NCCL < 2.28.7, no native plugins, or NCCL never loaded)")
+    eagle = [e for e in report.eagle if e.get("process") in keys]
+    if eagle:
+        draft = sorted({str(g.get("unique_name") or g.get("group")) for e in eagle for g in (e.get("draft") or {}).values()})
+        verify = sorted({str(g.get("unique_name") or g.get("group")) for e in eagle for g in (e.get("verify") or {}).values()})
+        notes = sorted({str(e.get("draft_note")) for e in eagle if e.get("draft_note") and not e.get("draft")})
+        lines.append(f"  EAGLE groups   {len(eagle)} worker(s): draft on {', '.join(draft) or '; '.join(notes) or 'unknown'}; "
+                     f"verify on {', '.join(verify) or 'unknown'}")
+    else:
+        lines.append("  EAGLE groups   – no EAGLE worker")
+    for p in sorted(procs, key=lambda x: (x.role, x.pid)):
+        if p.verdict in ("fail", "warn"):
+            lines.append(f"    {MARK[p.verdict]} {p.role} pid {p.pid}: " + "; ".join(p.notes))
+    for c in sorted(comms, key=lambda x: (x.pid, x.group, x.kind)):
+        if c.verdict in ("fail", "warn"):
+            lines.append(f"    {MARK[c.verdict]} {c.role} pid {c.pid} {c.kind} {_comm_name(c)}: " + "; ".join(c.notes))
+    return lines
+
+
+def _verbose_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
+    procs = [p for p in report.processes if p.machine == machine]
+    keys = {p.process for p in procs}
+    lines = [f"{_machine_label(report, machine)}", "", "Processes"]
+    lines.append(f"  {'':2}{'role':<26}{'pid':>8}  {'patch set':<22} notes")
+    helpers = [p for p in procs if _is_helper(p) and p.verdict == "ok"]
+    for p in sorted(procs, key=lambda x: (x.role != "launcher", x.role, x.pid)):
+        if p in helpers:
+            continue
+        note = "; ".join(p.notes) if p.notes else ""
+        lines.append(f"  {MARK[p.verdict]} {p.role:<26}{p.pid:>8}  {(p.patch_set or '-'):<22} {note}")
+    if helpers:
+        lines.append(
+            f"  ✓ {len(helpers)} helper process(es) that never imported SGLang (profile in force in each): "
+            + ", ".join(sorted({p.role for p in helpers}))
+        )
+    lines += ["", "Communicators"]
+    comms = [c for c in report.communicators if c.process in keys]
+    if not comms:
+        lines.append("  (none recorded)")
+    for c in sorted(comms, key=lambda x: (x.pid, x.group, x.kind)):
+        lines.append(
+            f"  {MARK[c.verdict]} {c.role:<14}{c.pid:>8}  {c.kind:<6} {_comm_name(c):<20} ranks {c.ranks} "
+            f"{'backend ' + c.backend if c.backend else ''}"
+        )
+        lines += [f"        {n}" for n in c.notes]
+    lines += ["", "NCCL's own reads (native env plugin)"]
+    reads = {k: r for k, r in report.nccl_reads.items() if r.get("process") in keys}
+    if not reads:
+        lines.append(
+            "  unavailable: no process recorded any (NCCL < 2.28.7 has no env plugin interface, the native plugins "
+            "are not installed, or NCCL was never loaded in this launch)"
+        )
+    for _key, r in sorted(reads.items(), key=lambda kv: kv[1]["pid"]):
+        version = (f"NCCL {r.get('nccl_version') or '?'}, env plugin {r.get('env_plugin_abi') or '?'}"
+                   if r.get("nccl_version") or r.get("env_plugin_abi") else "NCCL did not load the env plugin")
+        lines.append(f"  {MARK[r['verdict']]} pid {r['pid']} ({version}): {len(r['reads'])} read(s)")
+        lines += [f"        {x}" for x in read_lines(r["reads"])]
+        if r.get("unrecorded"):
+            lines.append(f"        ... and {r['unrecorded']} read(s) the library had no room to record one by one")
+        lines += [f"        {n}" for n in r["notes"]]
+    eagle = [e for e in report.eagle if e.get("process") in keys]
+    if eagle:
+        lines += ["", "EAGLE speculative decoding (no new groups: draft and verify reuse existing ones)"]
+        for e in eagle:
+            draft = sorted({str(g.get("unique_name") or g.get("group")) for g in (e.get("draft") or {}).values()})
+            verify = sorted({str(g.get("unique_name") or g.get("group")) for g in (e.get("verify") or {}).values()})
+            draft_text = ", ".join(draft) or (e.get("draft_note") or "unknown (the worker holds no group object)")
+            verify_text = ", ".join(verify) or "unknown (the worker holds no group object)"
+            lines.append(f"  pid {e['pid']} {e.get('worker')}: draft on {draft_text}; verify on {verify_text}")
+    return lines
+
+
+def read_lines(reads: list[dict[str, object]]) -> list[str]:
+    """One line per variable NCCL read: what it got, from where, and how often."""
+    out = []
+    for r in sorted(reads, key=lambda x: (str(x["name"]), str(x.get("source")))):
+        value = "(unset)" if r.get("value") is None else r["value"]
+        count = r.get("count")
+        out.append(f"{r['name']}={value}  [{r['source']}]"
+                   + (f" x{count}" if isinstance(count, int) and count > 1 else ""))
+    return out
+
+
+def format_text(report: Report, *, verbose: bool = False) -> str:
+    lines = [f"Audit of {', '.join(report.run_dirs) if len(report.run_dirs) > 1 else report.run_dir}"]
+    if report.picked:
+        lines.append(f"(picked the {report.picked})")
+    lines += [f"Profile: {report.profile or '(unknown)'}", ""]
+    machines = report.machines()
+    for machine in machines:
+        lines += (_verbose_host if verbose else _compact_host)(report, machine)
+        lines.append("")
+    if not machines:
+        lines += ["(no process left valid records)", ""]
+    if verbose and report.allreduce_paths:
+        from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import format_paths
+
+        lines.append("Which all-reduce runs, per group (first rank that recorded it)")
+        for _group, description in sorted(report.allreduce_paths.items()):
+            lines += [f"  {x}" for x in format_paths(description)]
+        lines.append("")
+    if report.sglang_writes:
+        lines.append("SGLang's own NCCL writes")
+        writes = report.sglang_writes if verbose else _distinct_writes(report.sglang_writes)
+        for w in writes:
+            why = f" (for --{str(w['for_correctness']).replace('_', '-')})" if w.get("for_correctness") else ""
+            lines.append(f"  {w.get('name')}: {shown(w.get('before'))} -> {shown(w.get('after'))} in {w.get('where')}{why}")
+        lines.append("")
+    if report.unreadable:
+        lines.append("Not judged (unreadable files and lines)")
+        listed = report.unreadable if verbose else report.unreadable[:20]
+        lines += [f"  ⚠ {u.text()}" for u in listed]
+        if len(report.unreadable) > len(listed):
+            lines.append(f"  ... and {len(report.unreadable) - len(listed)} more (--verbose or --json lists all)")
+        lines.append("")
+    if report.problems:
+        lines.append("Problems")
+        lines += [f"  ✗ {p}" for p in report.problems]
+        lines.append("")
+    # Say what the ✓ covers: with no NCCL communicator checked (all "–", e.g. gloo on CPU) it vouches
+    # for the processes only.
+    checked_comms = any(c.verdict != "absent" for c in report.communicators)
+    if not verbose:
+        lines.append("(--verbose: every process, communicator, NCCL read and all-reduce table; --json: every record)")
+    lines.append(
+        f"Verdict: {MARK[report.verdict]} "
+        + {"ok": "the profile is in force in every audited process and communicator" if checked_comms else
+                 "the profile is in force in every audited process (no NCCL communicator existed to check)",
+           "warn": "in force, with warnings above",
+           "fail": "the profile is NOT shown to be in force everywhere (see above)",
+           "absent": "nothing to judge"}[report.verdict]
+    )
+    return "\n".join(printable(line) for line in lines)
+
+
+def _distinct_writes(writes: list[dict[str, object]]) -> list[dict[str, object]]:
+    # Every node's launcher reports the same writes: the default view lists each once.
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for w in writes:
+        key = (w.get("name"), w.get("before"), w.get("after"), w.get("where"))
+        if key not in seen:
+            seen.add(key)
+            out.append(w)
+    return out
