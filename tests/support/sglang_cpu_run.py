@@ -33,8 +33,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl.contract import versions
-
 STANDINS_ENV_VAR = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
 OMP_BIND_VAR = "SGLANG_CPU_OMP_THREADS_BIND"
 
@@ -50,6 +48,9 @@ SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE")
 
 def installed_sglang_version() -> str:
     """The SGLang version installed in this interpreter (the plugin's one lookup; SGLang is not imported)."""
+    # Imported here: ci/gpu-check loads this module in a Python that may not have the plugin installed.
+    from sglang_eagle_nccl.contract import versions
+
     found = versions.installed_sglang_version()
     if found is None:
         raise metadata.PackageNotFoundError("sglang")
@@ -58,6 +59,8 @@ def installed_sglang_version() -> str:
 
 def _release(version: str) -> tuple[int, ...]:
     """(0, 5, 23) for "0.5.23", "0.5.23.post1", "0.5.24rc1", "0.5.23+local"."""
+    from sglang_eagle_nccl.contract import versions
+
     return versions.stands_for(version).release[:3]
 
 
