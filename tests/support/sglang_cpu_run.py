@@ -12,7 +12,7 @@ pytest process that only launches SGLang in children.
     proc = subprocess.Popen(cmd, env=env); wait_http_ready(port, 120, proc=proc)
     generate_http(port, [1, 5, 7, 9])
 
-Version differences handled here (see ``shared/reference/cpu-e2e.md``):
+Version differences handled here:
   * EAGLE / EAGLE-3 run on 0.5.23 (newer too) with ``attention_backend="intel_amx"`` (the stand-ins set
     the platform's AMX fact so SGLang keeps it); plain decoding uses ``torch_native``.
   * 0.5.4 and older: plain decoding only. Their EAGLE path launches a Triton kernel while building the
