@@ -9,7 +9,7 @@
 A venv lives in ``${SGLANG_EAGLE_NCCL_CACHE:-~/.cache/sglang-eagle-nccl}/venvs/sglang-<ver>``, never in
 the repository. It holds the CPU build of torch, ``sglang==<ver>`` installed ``--no-deps``, the few
 dependencies SGLang really needs to import and run an engine on CPU (see
-``shared/reference/cpu-e2e.md``), pytest, the plugin's runtime dependencies, and the CPU test stand-ins
+``tests/support/sglang_cpu_standins.py`` says which and why), pytest, the plugin's runtime dependencies, and the CPU test stand-ins
 (``tests/support/sglang_cpu_standins.py``) copied into site-packages with a ``.pth`` line that activates
 them in every interpreter of the venv -- spawned SGLang children included -- when
 ``SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS=1`` is set in the environment.
@@ -156,7 +156,7 @@ TRITON_PIN = "triton==3.9.0"
 # own extra asks for ``ray[default]>=2.55.1``; the core package of that range is what the backend
 # imports (``ray``, ``ray.util.placement_group``, ``ray.cluster_utils`` for the tests) -- ``[default]``
 # adds the dashboard and its ~20 packages, which nothing here starts. 2.60.0 is the release checked on
-# CPU with Python 3.11 (multi-node.md). Only the newest release's tier runs on Ray.
+# CPU with Python 3.11 (tests/ray). Only the newest release's tier runs on Ray.
 RAY_PIN = "ray==2.60.0"
 
 VERSIONS: dict[str, VersionSpec] = {

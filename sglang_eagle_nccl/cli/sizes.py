@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from sglang_eagle_nccl.cli.common import emit_json, fail_input
+from sglang_eagle_nccl.cli.common import emit_json, fail_input, resolve_or_exit
 
 
 def _installed_sglang() -> str | None:
@@ -36,6 +36,8 @@ def _installed_sglang() -> str | None:
 @click.option("--enable-pcie-ipc-allreduce", is_flag=True, help="SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1 (SGLang 0.5.21+).")
 @click.option("--disable-cuda-graph", is_flag=True, help="As SGLang's flag: decode / verify run eagerly.")
 @click.option("--enable-piecewise-cuda-graph", is_flag=True, help="Prefill runs inside piecewise CUDA graphs (SGLang 0.5.10+).")
+@click.option("--profile", "-p", "profiles", multiple=True, metavar="NAME_OR_FILE",
+              help="Also say which of this profile's [[tuner.rules]] each all-reduce matches (its tp group label).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def sizes(
     model_config: str, batch_size: int, tp_size: int, speculative_num_draft_tokens: int | None,
@@ -43,7 +45,8 @@ def sizes(
     cuda_graph_max_bs: int | None, dtype: str, sglang_version: str | None, interconnect: str | None,
     gpu_capability: int | None, nnodes: int, disable_custom_all_reduce: bool, enable_symm_mem: bool,
     enable_torch_symm_mem: bool, enable_mscclpp: bool, enable_deterministic_inference: bool,
-    enable_pcie_ipc_allreduce: bool, disable_cuda_graph: bool, enable_piecewise_cuda_graph: bool, as_json: bool,
+    enable_pcie_ipc_allreduce: bool, disable_cuda_graph: bool, enable_piecewise_cuda_graph: bool,
+    profiles: tuple[str, ...], as_json: bool,
 ) -> None:
     """All-reduce message sizes that matter for EAGLE, and whether they reach NCCL.
 
@@ -54,7 +57,9 @@ def sizes(
       EAGLE verify    batch x --speculative-num-draft-tokens tokens
       prefill chunk   --chunked-prefill-size tokens
     Each with the implementation SGLang would pick (custom all-reduce, PCIe IPC, symmetric
-    memory, PyNccl, torch ProcessGroupNCCL), predicted from SGLang's source thresholds.
+    memory, PyNccl, torch ProcessGroupNCCL), predicted from SGLang's source thresholds; with
+    --profile, the tuner rule each all-reduce matches (the plugin's model of its C tuner: the native
+    tests prove both answer alike; `sglang-eagle-nccl tuner --model-config` asks the library itself).
     """
     from sglang_eagle_nccl.offline.sizes import SizesError, format_size_report, size_report
 
@@ -78,6 +83,11 @@ def sizes(
         )
     except SizesError as exc:
         fail_input(str(exc), as_json=as_json, findings=exc.findings)
+    if profiles:
+        from sglang_eagle_nccl.offline.sizes import add_tuner_rules
+
+        profile = resolve_or_exit(profiles, (), as_json=as_json).profile
+        add_tuner_rules(report, profile, tp_size=tp_size, nnodes=nnodes)
     if as_json:
         emit_json({"ok": True, **report})
     else:

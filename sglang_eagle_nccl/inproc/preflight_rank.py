@@ -1,6 +1,6 @@
 """Run the installed SGLang's own distributed init without a model (used by ``preflight``).
 
-SGLang changed where its groups are built (sglang-internals.md §6): up to 0.5.20 the
+SGLang changed where its groups are built (the scheduler hooks of patches/*.toml follow it): up to 0.5.20 the
 scheduler's ModelRunner calls ``init_distributed_environment`` + ``initialize_model_parallel``
 (+ ``initialize_dp_attention``); from 0.5.21 ``Scheduler.__init__`` publishes a runtime
 context and calls ``distributed.bootstrap.init_parallel_runtime``. This module follows the

@@ -42,7 +42,7 @@ DOORS: dict[str, tuple[str, str]] = {
     "entry_point": ("SGLang's plugin loader (sglang.srt.plugins, SGLang >= 0.5.11)",
                     "exit 2 (SGLang's loader would swallow an exception)"),
     "cli_flags": ("the --nccl-* flags of SGLang's server CLI", "exit 2 before SGLang resolves its arguments"),
-    "preflight_rank": ("a rank of `sglang-eagle-nccl preflight`", "the rank reports the error and ends"),
+    "preflight_rank": ("a rank of `sglang-eagle-nccl preflight`", "the rank reports the error and ends; preflight fails"),
 }
 
 

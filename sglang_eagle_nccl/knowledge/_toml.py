@@ -17,6 +17,26 @@ def loads(text: str) -> dict[str, Any]:
     return _toml.loads(text)
 
 
+def _string_end(text: str, i: int) -> tuple[int, int]:
+    """For a string starting at ``text[i]`` (a quote): where its closing quote is, and the quote's length.
+
+    A single-line string stops at a line break (an unterminated one: the parser reports it); a basic
+    string's backslash escapes the next character. Linear, never recursive.
+    """
+    c = text[i]
+    quote = c * 3 if text.startswith(c * 3, i) else c
+    n = len(text)
+    j = i + len(quote)
+    while j < n:
+        if c == '"' and text[j] == "\\":
+            j += 2
+            continue
+        if text.startswith(quote, j) or (len(quote) == 1 and text[j] == "\n"):
+            break
+        j += 1
+    return j, len(quote)
+
+
 def nesting_problem(text: str, limit: int) -> str | None:
     """Why ``text`` nests deeper than ``limit``, or None; a lexical scan, linear and never recursive.
 
@@ -38,19 +58,8 @@ def nesting_problem(text: str, limit: int) -> str | None:
             i = n if end < 0 else end
             continue
         if c in "\"'":
-            triple = text.startswith(c * 3, i)
-            quote = c * 3 if triple else c
-            j = i + len(quote)
-            while j < n:
-                if c == '"' and text[j] == "\\":
-                    j += 2
-                    continue
-                if text.startswith(quote, j):
-                    break
-                if not triple and text[j] == "\n":
-                    break
-                j += 1
-            i = j + len(quote)
+            j, quote = _string_end(text, i)
+            i = j + quote
             continue
         if c in "[{":
             depth += 1
@@ -100,18 +109,9 @@ def long_integer_line(text: str, max_digits: int) -> int | None:
             i = n if end < 0 else end
             continue
         if c in "\"'":
-            triple = text.startswith(c * 3, i)
-            quote = c * 3 if triple else c
-            j = i + len(quote)
-            while j < n:
-                if c == '"' and text[j] == "\\":
-                    j += 2
-                    continue
-                if text.startswith(quote, j) or (not triple and text[j] == "\n"):
-                    break
-                j += 1
+            j, quote = _string_end(text, i)
             line += text.count("\n", i, j)
-            i = j + len(quote) if j < n and text[j] != "\n" else j
+            i = j + quote if j < n and text[j] != "\n" else j
             continue
         if c == "\n":
             line += 1

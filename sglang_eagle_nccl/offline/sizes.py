@@ -789,6 +789,24 @@ def _one_path(r: Mapping[str, Any]) -> str:
     return text
 
 
+def add_tuner_rules(report: dict[str, Any], profile: Any, *, tp_size: int, nnodes: int = 1) -> None:
+    """Each phase's ``tuner``: the first of ``profile``'s rules its all-reduce matches on the tp group, or None.
+
+    The answer of :func:`~sglang_eagle_nccl.knowledge.nccl.tuner_rules.first_match`, the plugin's model of
+    its C tuner (tests/native checks the library against it on generated rules and calls).
+    """
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import first_match, rule_from_dict, rule_label
+
+    rules = [rule_from_dict(r, f"profile {profile.name}") for r in profile.tuner_rules]
+    report["tuner_profile"] = profile.name
+    for phase in report["phases"]:
+        index = first_match(rules, "AllReduce", phase["bytes"], tp_size, nnodes, "tp") if rules else None
+        phase["tuner"] = None if index is None else {
+            "rule": rule_label(index), "algorithm": rules[index].algorithm, "protocol": rules[index].protocol,
+            "channels": rules[index].channels,
+        }
+
+
 def format_size_report(report: Mapping[str, Any]) -> str:
     """Human-readable text for :func:`size_report`: sizes, formula, predicted path per phase."""
     m = report["model"]
@@ -809,6 +827,12 @@ def format_size_report(report: Mapping[str, Any]) -> str:
             lines.append(f"{'':<{width}}    path ({mode}, predicted): {_path_text(p['path'])}")
         else:
             lines.append(f"{'':<{width}}    runs {mode}")
+        if "tuner" in p:
+            rule = p["tuner"]
+            answer = "no rule matches: NCCL decides" if rule is None else (
+                f"{rule['rule']}: {rule['algorithm']}/{rule['protocol']}"
+                + (f", {rule['channels']} channels" if rule["channels"] else ""))
+            lines.append(f"{'':<{width}}    tuner ({report['tuner_profile']}, where NCCL carries it): {answer}")
     if report.get("sglang_version"):
         first = next((p["path"] for p in report["phases"] if p["path"]), None)
         if first:

@@ -132,3 +132,37 @@ def test_tuner_with_a_model_config_answers_per_phase(tmp_path):
     prefill = next(a for label, a in by_phase.items() if "prefill" in label)
     assert verify["bytes"] == 8 * 4 * 7168 * 2 and verify["tuner"]["protocol"] == "LL" and verify["tuner"]["algorithm"] == "Ring"
     assert prefill["bytes"] == 8192 * 7168 * 2 and prefill["tuner"]["decided_by"] == "nccl" and prefill["tuner"]["rule"] is None
+
+
+def test_sizes_with_a_profile_says_what_the_library_itself_answers(tmp_path):
+    """`sizes --profile` names the rule each all-reduce matches through the plugin's model of its tuner (no
+    library needed); on the same model config the shipped library (`tuner --model-config`) answers the same,
+    phase by phase -- the model users are shown is the library's behaviour."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from sglang_eagle_nccl.cli.main import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(_json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61,
+                                "torch_dtype": "bfloat16"}))
+    shape = ["--model-config", str(cfg), "--tp", "8", "--batch-size", "8", "--speculative-num-draft-tokens", "4",
+             "--chunked-prefill-size", "8192", "--sglang-version", "0.5.23", "--json"]
+    model = CliRunner().invoke(main, ["sizes", "--profile", "pcie-8gpu-eagle", *shape])
+    lib = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", *shape])
+    assert model.exit_code == 0 and lib.exit_code == 0, model.output + lib.output
+    by_model = {p["label"]: p["tuner"] for p in _json.loads(model.output)["phases"]}
+    by_lib = {a["phase"]: a["tuner"] for a in _json.loads(lib.output)["tuner"]}
+    assert set(by_model) == set(by_lib) and len(by_model) >= 3
+    for phase, answer in by_lib.items():
+        predicted = by_model[phase]
+        if answer["rule"] is None:
+            assert predicted is None, phase
+        else:
+            assert (predicted["rule"], predicted["algorithm"], predicted["protocol"]) == (
+                answer["rule"], answer["algorithm"], answer["protocol"]), phase
+    assert any(v is None for v in by_model.values()) and any(v is not None for v in by_model.values())
+    text = CliRunner().invoke(main, ["sizes", "--profile", "pcie-8gpu-eagle", *shape[:-1]]).output
+    assert "tuner (pcie-8gpu-eagle, where NCCL carries it): tuner.rules#1: Ring/LL" in text
+    assert "no rule matches: NCCL decides" in text

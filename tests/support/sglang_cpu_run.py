@@ -12,7 +12,7 @@ pytest process that only launches SGLang in children.
     proc = subprocess.Popen(cmd, env=env); wait_http_ready(port, 120, proc=proc)
     generate_http(port, [1, 5, 7, 9])
 
-Version differences handled here (see ``shared/reference/cpu-e2e.md``):
+Version differences handled here:
   * EAGLE / EAGLE-3 run on 0.5.23 (newer too) with ``attention_backend="intel_amx"`` (the stand-ins set
     the platform's AMX fact so SGLang keeps it); plain decoding uses ``torch_native``.
   * 0.5.4 and older: plain decoding only. Their EAGLE path launches a Triton kernel while building the
@@ -33,8 +33,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl.contract import versions
-
 STANDINS_ENV_VAR = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
 OMP_BIND_VAR = "SGLANG_CPU_OMP_THREADS_BIND"
 
@@ -50,6 +48,9 @@ SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE")
 
 def installed_sglang_version() -> str:
     """The SGLang version installed in this interpreter (the plugin's one lookup; SGLang is not imported)."""
+    # Imported here: ci/gpu-check loads this module in a Python that may not have the plugin installed.
+    from sglang_eagle_nccl.contract import versions
+
     found = versions.installed_sglang_version()
     if found is None:
         raise metadata.PackageNotFoundError("sglang")
@@ -58,6 +59,8 @@ def installed_sglang_version() -> str:
 
 def _release(version: str) -> tuple[int, ...]:
     """(0, 5, 23) for "0.5.23", "0.5.23.post1", "0.5.24rc1", "0.5.23+local"."""
+    from sglang_eagle_nccl.contract import versions
+
     return versions.stands_for(version).release[:3]
 
 

@@ -5,7 +5,7 @@ venv together with a ``.pth`` line, so ``activate()`` runs at the start of EVERY
 -- SGLang's ``multiprocessing`` spawn children included -- when ``SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS=1``
 is set (children inherit the environment). Without that variable the venv behaves as a plain install.
 
-What stands in, and why (facts in ``shared/reference/cpu-e2e.md``):
+What stands in, and why:
 
 ``torchvision._meta_registrations``
     The PyPI torchvision wheel is a CUDA build; against CPU torch its import fails in this one module

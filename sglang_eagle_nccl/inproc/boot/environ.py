@@ -1,7 +1,7 @@
 """The one writer of ``os.environ``: every variable the plugin sets, changes or removes goes through here.
 
 ``os.environ[k] = v`` calls ``putenv``, so what is written here is what NCCL's ``getenv`` sees in this
-process and what every process spawned afterwards inherits (nccl-env.md §8). One guard, one order:
+process and what every process spawned afterwards inherits (NCCL reads its parameters with getenv). One guard, one order:
 
 1. every name is one the plugin may write (``NCCL_*`` / ``TORCH_NCCL_*`` of a profile, and its own
    ``SGLANG_EAGLE_NCCL*``), and every name and value can be put into the C environment (``putenv``

@@ -2,7 +2,7 @@
 
 NCCL never compares NCCL_PROTO, NCCL_ALGO, NCCL_BUFFSIZE, channel caps ... across ranks; a
 mismatch hangs (P2P/SHM), fails with "message truncated" (sockets) or silently truncates (IB)
-(nccl-env.md §7). Every rank of a group therefore all-gathers the must-match part of its NCCL
+(NCCL compares none of these across ranks). Every rank of a group therefore all-gathers the must-match part of its NCCL
 environment over the group's gloo ``cpu_group`` before SGLang builds the group's NCCL
 communicator, and every rank raises the same error naming the ranks, variables and values.
 Node-local variables (interfaces, HCAs, topology files) may differ and are not compared.

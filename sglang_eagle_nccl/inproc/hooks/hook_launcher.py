@@ -1,6 +1,6 @@
 """Hooks in SGLang's launcher process: its own NCCL writes, and the launch directory.
 
-SGLang writes NCCL variables in two places before it spawns anything (sglang-internals.md §4):
+SGLang writes NCCL variables in two places before it spawns anything (each write's place per release: patches/*.toml, proven by ci/matrix.py):
 while it resolves its server arguments (``ServerArgs.__post_init__`` up to 0.5.19,
 ``ServerArgs.resolve_once`` from 0.5.20: deterministic inference sets ``NCCL_ALGO`` and pins the
 channel count, MoE/graph options ``setdefault`` others) and in ``_set_envs_and_config`` (CUMEM,

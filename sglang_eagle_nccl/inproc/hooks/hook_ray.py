@@ -2,7 +2,7 @@
 its offline benchmark.
 
 A Ray actor is started by the raylet of its node with the raylet's environment plus the job's and
-the actor's ``runtime_env["env_vars"]``, never the driver's ``os.environ`` (multi-node.md §2). SGLang
+the actor's ``runtime_env["env_vars"]``, never the driver's ``os.environ`` (Ray's runtime-environment semantics). SGLang
 creates its scheduler actors with no ``runtime_env`` (``srt/ray/engine.py``, 0.5.10 -> 0.5.23), so
 without this module neither the profile, nor the gate, nor SGLang's own NCCL writes in the driver
 reach any scheduler. Two kinds of hook make up for it:

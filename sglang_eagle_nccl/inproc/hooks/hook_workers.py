@@ -38,7 +38,7 @@ def process_role(result: Any, instance: Any, arguments: dict) -> None:
 # --- EAGLE workers ----------------------------------------------------------------------------
 
 # Attributes through which an EAGLE worker holds its draft / target parts and their groups, any
-# SGLang version (sglang-internals.md §7a/§7b). Only objects really reachable from the worker are
+# SGLang version (the EAGLE worker classes of srt/speculative/, 0.4.3 -> 0.5.23). Only objects really reachable from the worker are
 # reported: a group the worker does not hold is "unknown", never guessed from global state.
 _GROUP_ATTRS = ("tp_group", "attn_tp_group", "attention_tp_group", "draft_tp_group")
 _WALK_ATTRS = (

@@ -529,9 +529,10 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
                 f"expected {expected} scheduler process(es) {where}, found audit records from {len(found)}: "
                 "a process ran without the plugin"
             )
+    with_comms = {c.process for c in comms}  # a set: a launch of thousands of processes stays linear
     for p in rank_processes:
         stopped = any("ranks disagree" in n for n in p.notes)
-        if not stopped and not any(c.process == p.process for c in comms):
+        if not stopped and p.process not in with_comms:
             problems.append(f"{p.role} pid {p.pid} on {p.host} recorded no communicator (group hooks not installed?)")
     for p in pverdicts:
         if p.verdict == "fail":

@@ -1,6 +1,6 @@
 """What NCCL itself read, per process: the native env plugin's reads logs, read and judged.
 
-Evidence order for a verdict (DESIGN §7): NCCL's own reads > NCCL's debug output > the process's
+Evidence order for a verdict: NCCL's own reads > NCCL's debug output > the process's
 ``os.environ``. A read is judged against the profile in force in that process (the last
 expectation its audit records, per-group values when NCCL read with a group label):
 

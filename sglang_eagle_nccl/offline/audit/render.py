@@ -53,10 +53,30 @@ def _comm_name(c: CommVerdict) -> str:
     return c.unique_name or c.group
 
 
-def _compact_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
-    procs = [p for p in report.processes if p.machine == machine]
-    keys = {p.process for p in procs}
-    comms = [c for c in report.communicators if c.process in keys]
+class _ByMachine:
+    """The report's processes, communicators, reads and EAGLE records grouped by machine once (a cluster's
+    report has thousands of each: grouping per section would be quadratic)."""
+
+    def __init__(self, report: Report) -> None:
+        self.procs: dict[tuple[str, str, str], list[ProcessVerdict]] = {}
+        machine_of: dict[str, tuple[str, str, str]] = {}
+        for p in report.processes:
+            self.procs.setdefault(p.machine, []).append(p)
+            machine_of[p.process] = p.machine
+        self.comms: dict[tuple[str, str, str], list[CommVerdict]] = {}
+        for c in report.communicators:
+            self.comms.setdefault(machine_of.get(c.process, ("", "", "")), []).append(c)
+        self.reads: dict[tuple[str, str, str], list[dict]] = {}
+        for key, r in report.nccl_reads.items():
+            self.reads.setdefault(machine_of.get(r.get("process", key), ("", "", "")), []).append(r)
+        self.eagle: dict[tuple[str, str, str], list[dict]] = {}
+        for e in report.eagle:
+            self.eagle.setdefault(machine_of.get(e.get("process", ""), ("", "", "")), []).append(e)
+
+
+def _compact_host(report: Report, machine: tuple[str, str, str], grouped: _ByMachine) -> list[str]:
+    procs = grouped.procs.get(machine, [])
+    comms = grouped.comms.get(machine, [])
     lines = [f"{_machine_label(report, machine)}: {len(procs)} process(es)"]
     roles = Counter(("helper" if _is_helper(p) else p.role.split("_TP")[0].split("_DP")[0]) for p in procs)
     lines.append(f"  processes      {_counts(p.verdict for p in procs)}  ("
@@ -70,13 +90,13 @@ def _compact_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
     if single:
         text += f"; {len(single)} one-rank group(s) {_counts(c.verdict for c in single)}"
     lines.append(f"  communicators  {text}")
-    reads = [r for r in report.nccl_reads.values() if r.get("process") in keys]
+    reads = grouped.reads.get(machine, [])
     if reads:
         total = sum(len(r["reads"]) for r in reads)
         lines.append(f"  NCCL's reads   {_counts(r['verdict'] for r in reads)}  ({total} read(s) in {len(reads)} process(es))")
     else:
         lines.append("  NCCL's reads   – none recorded (NCCL < 2.28.7, no native plugins, or NCCL never loaded)")
-    eagle = [e for e in report.eagle if e.get("process") in keys]
+    eagle = grouped.eagle.get(machine, [])
     if eagle:
         draft = sorted({str(g.get("unique_name") or g.get("group")) for e in eagle for g in (e.get("draft") or {}).values()})
         verify = sorted({str(g.get("unique_name") or g.get("group")) for e in eagle for g in (e.get("verify") or {}).values()})
@@ -94,9 +114,8 @@ def _compact_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
     return lines
 
 
-def _verbose_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
-    procs = [p for p in report.processes if p.machine == machine]
-    keys = {p.process for p in procs}
+def _verbose_host(report: Report, machine: tuple[str, str, str], grouped: _ByMachine) -> list[str]:
+    procs = grouped.procs.get(machine, [])
     lines = [f"{_machine_label(report, machine)}", "", "Processes"]
     lines.append(f"  {'':2}{'role':<26}{'pid':>8}  {'patch set':<22} notes")
     helpers = [p for p in procs if _is_helper(p) and p.verdict == "ok"]
@@ -111,7 +130,7 @@ def _verbose_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
             + ", ".join(sorted({p.role for p in helpers}))
         )
     lines += ["", "Communicators"]
-    comms = [c for c in report.communicators if c.process in keys]
+    comms = grouped.comms.get(machine, [])
     if not comms:
         lines.append("  (none recorded)")
     for c in sorted(comms, key=lambda x: (x.pid, x.group, x.kind)):
@@ -121,13 +140,13 @@ def _verbose_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
         )
         lines += [f"        {n}" for n in c.notes]
     lines += ["", "NCCL's own reads (native env plugin)"]
-    reads = {k: r for k, r in report.nccl_reads.items() if r.get("process") in keys}
+    reads = grouped.reads.get(machine, [])
     if not reads:
         lines.append(
             "  unavailable: no process recorded any (NCCL < 2.28.7 has no env plugin interface, the native plugins "
             "are not installed, or NCCL was never loaded in this launch)"
         )
-    for _key, r in sorted(reads.items(), key=lambda kv: kv[1]["pid"]):
+    for r in sorted(reads, key=lambda x: x["pid"]):
         version = (f"NCCL {r.get('nccl_version') or '?'}, env plugin {r.get('env_plugin_abi') or '?'}"
                    if r.get("nccl_version") or r.get("env_plugin_abi") else "NCCL did not load the env plugin")
         lines.append(f"  {MARK[r['verdict']]} pid {r['pid']} ({version}): {len(r['reads'])} read(s)")
@@ -135,7 +154,7 @@ def _verbose_host(report: Report, machine: tuple[str, str, str]) -> list[str]:
         if r.get("unrecorded"):
             lines.append(f"        ... and {r['unrecorded']} read(s) the library had no room to record one by one")
         lines += [f"        {n}" for n in r["notes"]]
-    eagle = [e for e in report.eagle if e.get("process") in keys]
+    eagle = grouped.eagle.get(machine, [])
     if eagle:
         lines += ["", "EAGLE speculative decoding (no new groups: draft and verify reuse existing ones)"]
         for e in eagle:
@@ -164,8 +183,9 @@ def format_text(report: Report, *, verbose: bool = False) -> str:
         lines.append(f"(picked the {report.picked})")
     lines += [f"Profile: {report.profile or '(unknown)'}", ""]
     machines = report.machines()
+    grouped = _ByMachine(report)
     for machine in machines:
-        lines += (_verbose_host if verbose else _compact_host)(report, machine)
+        lines += (_verbose_host if verbose else _compact_host)(report, machine, grouped)
         lines.append("")
     if not machines:
         lines += ["(no process left valid records)", ""]

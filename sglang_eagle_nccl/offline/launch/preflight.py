@@ -124,9 +124,14 @@ def _rank_main(info: dict[str, Any], queue: Any) -> None:
         from sglang_eagle_nccl.inproc.hooks import installer
 
         # Activated already by the .pth bootstrap when the plugin is installed; explicit here so
-        # a source checkout behaves the same.
-        bootstrap.activate(origin="preflight")
-        installer.ensure_hooks()
+        # a source checkout behaves the same. A problem here is refused at this door like at any other.
+        try:
+            bootstrap.activate(origin="preflight")
+            installer.ensure_hooks()
+        except Exception as exc:  # noqa: BLE001 - the door's refusal raises, with the environment put back
+            from sglang_eagle_nccl.inproc.refusal import refuse
+
+            refuse("preflight_rank", exc)
         STATE.role = f"preflight_TP{rank}"
         if STATE.audit is not None:
             STATE.audit.role = STATE.role
