@@ -53,5 +53,7 @@ def environ_guard():
     before = dict(os.environ)
     yield
     after = dict(os.environ)
-    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != "PYTEST_CURRENT_TEST"}
+    changed = {
+        k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != "PYTEST_CURRENT_TEST"
+    }
     assert not changed, f"os.environ changed: {sorted(changed)}"

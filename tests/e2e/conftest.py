@@ -27,7 +27,9 @@ def models(tmp_path_factory):
 @pytest.fixture(scope="session")
 def e2e_base_env() -> dict[str, str]:
     """This environment without any NCCL or plugin variable, plus what a TP=2 CPU engine needs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
     return run.full_env(2, env, PYTHONWARNINGS="ignore")
 
 

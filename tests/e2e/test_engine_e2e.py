@@ -33,12 +33,14 @@ START_TIMEOUT = 300
 def _server_args(models) -> list[str]:
     target, draft = models
     cmd = run.server_cmd(
-        target, port=0, tp_size=2,
+        target,
+        port=0,
+        tp_size=2,
         **({"draft_path": draft, "speculative_algorithm": "EAGLE3"} if EAGLE else {}),
     )
     args = cmd[3:]  # drop "python -m sglang.launch_server"
     i = args.index("--port")
-    return args[:i] + args[i + 2:]
+    return args[:i] + args[i + 2 :]
 
 
 def _serve(cmd: list[str], env: dict[str, str], port: int, log: Path) -> tuple[dict, str]:
@@ -86,7 +88,9 @@ def _session_after(sid: int, grace: float) -> list[str]:
 def _check_profile_everywhere(report: Report, expected: dict[str, str], *, tp: int = 2) -> None:
     """Every scheduler process and every communicator of every group carries ``expected``."""
     # Exactly ✓: every rank held the profile; nothing on CPU is an NCCL communicator (all "–"), no caveat.
-    assert report.verdict == "ok", "\n".join(report.problems + [f"{p.role}: {p.notes}" for p in report.processes])
+    assert report.verdict == "ok", "\n".join(
+        report.problems + [f"{p.role}: {p.notes}" for p in report.processes]
+    )
     # Every record the real SGLang processes wrote fits the audit reader's per-event schema.
     assert report.unreadable == [], [u.text() for u in report.unreadable]
     schedulers = [p for p in report.processes if p.role.startswith("scheduler")]
@@ -135,7 +139,20 @@ def _check_eagle(report: Report) -> None:
 def test_wrapper_launch_with_seed_profile(models, e2e_env, tmp_path):
     port = run.free_port()
     audit_root = tmp_path / "audit"
-    cmd = [EXE, "launch", "--profile", "pcie-8gpu", "--audit-dir", str(audit_root), "--", *_server_args(models), "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        EXE,
+        "launch",
+        "--profile",
+        "pcie-8gpu",
+        "--audit-dir",
+        str(audit_root),
+        "--",
+        *_server_args(models),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     answer, log = _serve(cmd, e2e_env, port, tmp_path / "server.log")
     assert len(answer["output_ids"]) == 6
     assert "[sglang-eagle-nccl] audit" in log  # the wrapper printed the verdict at exit
@@ -150,8 +167,20 @@ def test_launch_flags_on_sglangs_own_cli(models, e2e_env, tmp_path):
     port = run.free_port()
     audit_root = tmp_path / "audit"
     cmd = [
-        sys.executable, "-m", "sglang.launch_server", *_server_args(models), "--host", "127.0.0.1", "--port", str(port),
-        "--nccl-profile", "pcie-8gpu", "--nccl-env", "NCCL_ALGO=Tree", "--nccl-audit-dir", str(audit_root),
+        sys.executable,
+        "-m",
+        "sglang.launch_server",
+        *_server_args(models),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--nccl-profile",
+        "pcie-8gpu",
+        "--nccl-env",
+        "NCCL_ALGO=Tree",
+        "--nccl-audit-dir",
+        str(audit_root),
     ]
     native = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) >= (0, 5, 11)
     # Before 0.5.11 SGLang has no plugin loader: the flags need the gate variable (README).
@@ -179,10 +208,22 @@ ENGINE_SCRIPT = textwrap.dedent(
 
 def _engine(models, env: dict[str, str], tmp_path: Path, **extra) -> tuple[list[int], str]:
     target, draft = models
-    kwargs = run.engine_kwargs(target, tp_size=2, **({"draft_path": draft, "speculative_algorithm": "EAGLE3"} if EAGLE else {}), **extra)
+    kwargs = run.engine_kwargs(
+        target,
+        tp_size=2,
+        **({"draft_path": draft, "speculative_algorithm": "EAGLE3"} if EAGLE else {}),
+        **extra,
+    )
     script = tmp_path / "engine_script.py"
     script.write_text(ENGINE_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script), json.dumps(kwargs)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(script), json.dumps(kwargs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("ENGINE_OUTPUT "))
     return json.loads(line.split(" ", 1)[1]), proc.stderr
@@ -194,8 +235,12 @@ def engine_by_environment(models, e2e_base_env, tmp_path_factory) -> tuple[list[
     stderr (every process lists its imports: PYTHONPROFILEIMPORTTIME) and its audit root. Shared by
     the Engine-API test and the not-enabled comparison, which need the same engine started once."""
     tmp_path = tmp_path_factory.mktemp("engine-by-environment")
-    env = dict(e2e_base_env, PYTHONPROFILEIMPORTTIME="1", SGLANG_EAGLE_NCCL="pcie-8gpu",
-               SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
+    env = dict(
+        e2e_base_env,
+        PYTHONPROFILEIMPORTTIME="1",
+        SGLANG_EAGLE_NCCL="pcie-8gpu",
+        SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+    )
     output, stderr = _engine(models, env, tmp_path)
     return output, stderr, tmp_path / "audit"
 
@@ -215,8 +260,15 @@ def test_sglang_overwrite_is_reported_and_restored(models, e2e_env, tmp_path):
     when --enable-nccl-nvls is given. The audit shows SGLang's write and the restoration, and the
     workers run with the profile's value."""
     old = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) < (0, 5, 5)
-    var, value, extra = ("NCCL_CUMEM_ENABLE", "1", {}) if old else ("NCCL_NVLS_ENABLE", "0", {"enable_nccl_nvls": True})
-    env = dict(e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_ENV=f"{var}={value}", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"))
+    var, value, extra = (
+        ("NCCL_CUMEM_ENABLE", "1", {}) if old else ("NCCL_NVLS_ENABLE", "0", {"enable_nccl_nvls": True})
+    )
+    env = dict(
+        e2e_env,
+        SGLANG_EAGLE_NCCL="pcie-8gpu",
+        SGLANG_EAGLE_NCCL_ENV=f"{var}={value}",
+        SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+    )
     _, stderr = _engine(models, env, tmp_path, **extra)
     report = load_report(tmp_path / "audit")
     writes = [w for w in report.sglang_writes if w["name"] == var]
@@ -237,8 +289,11 @@ def test_sglang_wins_policy_keeps_sglangs_value(models, e2e_env, tmp_path):
     else:
         var, value, extra = "NCCL_NVLS_ENABLE", "0", {"enable_nccl_nvls": True}
     env = dict(
-        e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_ENV=f"{var}={value}",
-        SGLANG_EAGLE_NCCL_SGLANG_WINS=var, SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+        e2e_env,
+        SGLANG_EAGLE_NCCL="pcie-8gpu",
+        SGLANG_EAGLE_NCCL_ENV=f"{var}={value}",
+        SGLANG_EAGLE_NCCL_SGLANG_WINS=var,
+        SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
     )
     _engine(models, env, tmp_path, **extra)
     report = load_report(tmp_path / "audit")
@@ -252,8 +307,12 @@ def test_sglang_wins_policy_keeps_sglangs_value(models, e2e_env, tmp_path):
     # Exactly ⚠, and only for the launcher that kept SGLang's value: the ranks hold what the launcher decided.
     assert report.verdict == "warn", report.problems
     (launcher,) = [p for p in report.processes if p.role == "launcher"]
-    assert launcher.verdict == "warn" and any(f"kept SGLang's {var}={sglang_value}" in n for n in launcher.notes)
-    assert all(p.verdict == "ok" for p in report.processes if p.sglang_rank), [(p.role, p.notes) for p in report.processes]
+    assert launcher.verdict == "warn" and any(
+        f"kept SGLang's {var}={sglang_value}" in n for n in launcher.notes
+    )
+    assert all(p.verdict == "ok" for p in report.processes if p.sglang_rank), [
+        (p.role, p.notes) for p in report.processes
+    ]
 
 
 @pytest.mark.newest_only
@@ -266,14 +325,26 @@ def test_installed_but_not_enabled_changes_nothing(models, e2e_env, tmp_path, en
     off.pop("SGLANG_EAGLE_NCCL", None)
     out_off, stderr_off = _engine(models, off, tmp_path)
     assert not audit_root.exists()
-    imported = {line.rsplit("|", 1)[1].strip() for line in stderr_off.splitlines() if line.startswith("import time:") and "sglang_eagle_nccl" in line}
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr_off.splitlines()
+        if line.startswith("import time:") and "sglang_eagle_nccl" in line
+    }
     # SGLang >= 0.5.11 imports every installed plugin's entry-point module in its processes; ours
     # is the gate, which imports only the import-free module of the plugin's variable names (and the
     # empty contract/ package init) while
     # the plugin is off. Older SGLang imports none.
     native = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) >= (0, 5, 11)
-    assert imported <= ({"sglang_eagle_nccl", "sglang_eagle_nccl._gate", "sglang_eagle_nccl.contract",
-                         "sglang_eagle_nccl.contract.names"} if native else set()), imported
+    assert imported <= (
+        {
+            "sglang_eagle_nccl",
+            "sglang_eagle_nccl._gate",
+            "sglang_eagle_nccl.contract",
+            "sglang_eagle_nccl.contract.names",
+        }
+        if native
+        else set()
+    ), imported
     assert "NCCL_PROTO" not in stderr_off and "sglang-eagle-nccl]" not in stderr_off
     out_on, stderr_on, _ = engine_by_environment
     # Positive control: the same probe lists the plugin's start-up modules when it is enabled.
@@ -298,15 +369,29 @@ def test_unwritable_audit_dir_stops_the_launch_when_required(models, e2e_env, tm
     target, _ = models
     script = tmp_path / "engine_script.py"
     script.write_text(ENGINE_SCRIPT)
-    env = dict(e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(blocker / "audit"), SGLANG_EAGLE_NCCL_AUDIT_REQUIRED="1")
-    proc = subprocess.run([sys.executable, str(script), json.dumps(run.engine_kwargs(target, tp_size=2))], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    env = dict(
+        e2e_env,
+        SGLANG_EAGLE_NCCL="pcie-8gpu",
+        SGLANG_EAGLE_NCCL_AUDIT_DIR=str(blocker / "audit"),
+        SGLANG_EAGLE_NCCL_AUDIT_REQUIRED="1",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script), json.dumps(run.engine_kwargs(target, tp_size=2))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode != 0
     assert "audit_required is set" in proc.stderr
     assert "ENGINE_OUTPUT" not in proc.stdout
 
 
 @pytest.mark.newest_only
-def test_flag_on_top_of_environment_profile_reaches_workers_and_a_foreign_write_fails_audit(models, e2e_env, tmp_path):
+def test_flag_on_top_of_environment_profile_reaches_workers_and_a_foreign_write_fails_audit(
+    models, e2e_env, tmp_path
+):
     """Profile by environment plus --nccl-env on SGLang's own CLI: the workers hold the flag's value
     (seen from inside them) and `audit` exits 0. The same launch with a real write inside the scheduler
     after the plugin restored its profile: `audit` exits 1 naming the process and the variable."""
@@ -316,21 +401,39 @@ def test_flag_on_top_of_environment_profile_reaches_workers_and_a_foreign_write_
         probe_dir = worker_probe.install(tmp_path / name / "probe", foreign=foreign)
         audit_root = tmp_path / name / "audit"
         port = run.free_port()
-        env = dict(e2e_env, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(audit_root),
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(probe_dir), e2e_env.get("PYTHONPATH")])))
-        cmd = [sys.executable, "-m", "sglang.launch_server", *_server_args(models), "--host", "127.0.0.1",
-               "--port", str(port), "--nccl-env", "NCCL_ALGO=Tree"]
+        env = dict(
+            e2e_env,
+            SGLANG_EAGLE_NCCL="pcie-8gpu",
+            SGLANG_EAGLE_NCCL_AUDIT_DIR=str(audit_root),
+            PYTHONPATH=os.pathsep.join(filter(None, [str(probe_dir), e2e_env.get("PYTHONPATH")])),
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "sglang.launch_server",
+            *_server_args(models),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--nccl-env",
+            "NCCL_ALGO=Tree",
+        ]
         _serve(cmd, env, port, tmp_path / name / "server.log")
         return audit_root, worker_probe.probes(probe_dir)
 
     audit_root, inside = launch("clean", None)
-    assert len(inside) == 2 and all(env.get("NCCL_ALGO") == "Tree" and env.get("NCCL_PROTO") == "LL" for env in inside.values()), inside
+    assert len(inside) == 2 and all(
+        env.get("NCCL_ALGO") == "Tree" and env.get("NCCL_PROTO") == "LL" for env in inside.values()
+    ), inside
     ok = subprocess.run([EXE, "audit", str(audit_root)], capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stdout[-4000:]
     assert "picked the newest launch" in ok.stdout
 
     audit_root, inside = launch("foreign", ("NCCL_ALGO", "Ring"))
-    bad = subprocess.run([EXE, "audit", str(audit_root), "--json"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [EXE, "audit", str(audit_root), "--json"], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode == 1, bad.stdout[-4000:]
     report = json.loads(bad.stdout)
     failing = [p for p in report["processes"] if p["verdict"] == "fail"]
@@ -366,9 +469,28 @@ def test_custom_script_parsing_server_args_with_launch_flags(models, e2e_env, tm
     script = tmp_path / "my_engine_script.py"
     script.write_text(CUSTOM_SCRIPT)
     audit_root = tmp_path / "audit"
-    env = dict(e2e_env, SGLANG_EAGLE_NCCL="1", PYTHONPATH=os.pathsep.join(filter(None, [str(probe_dir), e2e_env.get("PYTHONPATH")])))
-    args = [*_server_args(models), "--nccl-profile", "pcie-8gpu", "--nccl-env", "NCCL_ALGO=Tree", "--nccl-audit-dir", str(audit_root)]
-    proc = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    env = dict(
+        e2e_env,
+        SGLANG_EAGLE_NCCL="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(probe_dir), e2e_env.get("PYTHONPATH")])),
+    )
+    args = [
+        *_server_args(models),
+        "--nccl-profile",
+        "pcie-8gpu",
+        "--nccl-env",
+        "NCCL_ALGO=Tree",
+        "--nccl-audit-dir",
+        str(audit_root),
+    ]
+    proc = subprocess.run(
+        [sys.executable, str(script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]
     inside = worker_probe.probes(probe_dir)
     assert len(inside) == 2 and all(e.get("NCCL_ALGO") == "Tree" for e in inside.values()), inside

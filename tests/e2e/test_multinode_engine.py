@@ -21,15 +21,32 @@ def _launchers(models, e2e_env, tmp_path, node_args: dict[int, list[str]], profi
     procs, logs = {}, {}
     for node in (0, 1):
         cmd = run.server_cmd(target, port=http_port + node, tp_size=2)
-        cmd += ["--nnodes", "2", "--node-rank", str(node), "--dist-init-addr", f"127.0.0.1:{dist_port}",
-                "--nccl-profile", profile, "--nccl-audit-dir", str(tmp_path / f"audit{node}"), *node_args.get(node, [])]
+        cmd += [
+            "--nnodes",
+            "2",
+            "--node-rank",
+            str(node),
+            "--dist-init-addr",
+            f"127.0.0.1:{dist_port}",
+            "--nccl-profile",
+            profile,
+            "--nccl-audit-dir",
+            str(tmp_path / f"audit{node}"),
+            *node_args.get(node, []),
+        ]
         # One binding entry per TP rank of the whole launch (SGLang <= 0.5.4 checks it against tp_size).
-        env = dict(e2e_env, SGLANG_CPU_OMP_THREADS_BIND=run.omp_threads_bind(2), SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT="60")
+        env = dict(
+            e2e_env,
+            SGLANG_CPU_OMP_THREADS_BIND=run.omp_threads_bind(2),
+            SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT="60",
+        )
         if tuple(int(x) for x in run.installed_sglang_version().split(".")[:3] if x.isdigit()) < (0, 5, 11):
             env["SGLANG_EAGLE_NCCL"] = "1"  # no plugin loader before 0.5.11: the flags need the gate
         logs[node] = tmp_path / f"node{node}.log"
         with open(logs[node], "w") as out:
-            procs[node] = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            procs[node] = subprocess.Popen(
+                cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
     return procs, logs, http_port
 
 
@@ -52,7 +69,9 @@ def _stop(procs) -> None:
 
 def test_two_launchers_node_local_values_pass(models, e2e_env, tmp_path):
     prof = tmp_path / "nodes.toml"
-    prof.write_text('extends = "pcie-8gpu"\n[nodes.0.env]\nNCCL_SOCKET_IFNAME = "lo"\n[nodes.1.env]\nNCCL_SOCKET_IFNAME = "eth0"\n')
+    prof.write_text(
+        'extends = "pcie-8gpu"\n[nodes.0.env]\nNCCL_SOCKET_IFNAME = "lo"\n[nodes.1.env]\nNCCL_SOCKET_IFNAME = "eth0"\n'
+    )
     procs, logs, port = _launchers(models, e2e_env, tmp_path, {}, str(prof))
     try:
         run.wait_http_ready(port, 300, proc=procs[0])
@@ -80,7 +99,9 @@ def test_two_launchers_must_match_difference_stops_both(models, e2e_env, tmp_pat
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and any(p.poll() is None for p in procs.values()):
             time.sleep(1)
-        assert all(p.poll() is not None for p in procs.values()), "launchers still running: the mismatch did not stop them"
+        assert all(p.poll() is not None for p in procs.values()), (
+            "launchers still running: the mismatch did not stop them"
+        )
         assert all(p.returncode != 0 for p in procs.values())
     finally:
         _stop(procs)

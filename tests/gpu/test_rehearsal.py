@@ -29,9 +29,11 @@ REHEARSAL_PYTHON_VAR = "SGLANG_EAGLE_NCCL_REHEARSAL_PYTHON"
 
 
 def _has_sglang_with_standins(python: str) -> bool:
-    code = ("import importlib.metadata as m, importlib.util as u, sys; "
-            "v = tuple(int(x) for x in m.version('sglang').split('.')[:3] if x.isdigit()); "
-            "sys.exit(0 if v >= (0, 5, 23) and u.find_spec('sglang_cpu_standins') else 1)")
+    code = (
+        "import importlib.metadata as m, importlib.util as u, sys; "
+        "v = tuple(int(x) for x in m.version('sglang').split('.')[:3] if x.isdigit()); "
+        "sys.exit(0 if v >= (0, 5, 23) and u.find_spec('sglang_cpu_standins') else 1)"
+    )
     return subprocess.run([python, "-c", code], capture_output=True, timeout=120).returncode == 0
 
 
@@ -41,7 +43,9 @@ def _rehearsal_python() -> str | None:
         return sys.executable
     named = os.environ.get(REHEARSAL_PYTHON_VAR)
     if named:
-        assert _has_sglang_with_standins(named), f"${REHEARSAL_PYTHON_VAR}={named} is no SGLang >= 0.5.23 CPU venv"
+        assert _has_sglang_with_standins(named), (
+            f"${REHEARSAL_PYTHON_VAR}={named} is no SGLang >= 0.5.23 CPU venv"
+        )
         return named
     sys.path.insert(0, str(REPO / "ci"))
     try:
@@ -59,7 +63,13 @@ def _has_module(python: str, module: str) -> bool:
 
 def _libnccl_here() -> Path | None:
     try:
-        lib = Path(str(importlib.metadata.distribution("nvidia-nccl-cu13").locate_file("nvidia/nccl/lib/libnccl.so.2")))
+        lib = Path(
+            str(
+                importlib.metadata.distribution("nvidia-nccl-cu13").locate_file(
+                    "nvidia/nccl/lib/libnccl.so.2"
+                )
+            )
+        )
     except importlib.metadata.PackageNotFoundError:
         return None
     return lib if lib.is_file() else None
@@ -76,20 +86,37 @@ def rehearsal(tmp_path_factory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("gpu-check")
     wheels = base / "wheels"
     build_wheel(wheels)
-    cmd = [str(SCRIPT), "--cpu-rehearsal", "--python", python, "--wheels", str(wheels),
-           "--out", str(base / "out"), "--work-dir", str(base / "work")]
+    cmd = [
+        str(SCRIPT),
+        "--cpu-rehearsal",
+        "--python",
+        python,
+        "--wheels",
+        str(wheels),
+        "--out",
+        str(base / "out"),
+        "--work-dir",
+        str(base / "work"),
+    ]
     lib = _libnccl_here()
     if lib is not None:  # else the script looks for the wheel in the checked Python itself
         cmd += ["--nccl-lib", str(lib)]
     elif not _has_module(python, "nvidia.nccl"):
-        pytest.fail('step (d) needs the real libnccl: pip install "nvidia-nccl-cu13==2.32.3" (here or in the venv)')
+        pytest.fail(
+            'step (d) needs the real libnccl: pip install "nvidia-nccl-cu13==2.32.3" (here or in the venv)'
+        )
     env = {k: v for k, v in os.environ.items() if k != "OUT"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     report_path = base / "out" / "gpu-check.json"
     assert report_path.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(report_path.read_text())
-    return {"proc": proc, "report": report, "out": base / "out", "work": base / "work",
-            "steps": {s["name"]: s for s in report["steps"]}}
+    return {
+        "proc": proc,
+        "report": report,
+        "out": base / "out",
+        "work": base / "work",
+        "steps": {s["name"]: s for s in report["steps"]},
+    }
 
 
 @pytest.mark.sglang
@@ -107,10 +134,17 @@ def test_rehearsal_passes_and_writes_the_report(rehearsal):
     assert report["profile"]["resolved_env"]["NCCL_PROTO"] == "LL"  # pcie-8gpu
     text = (out / "gpu-check.txt").read_text()
     assert text.startswith("gpu-check (cpu-rehearsal): PASS (exit 0)")
-    for title in ("(a) preflight --tp 1, gloo", "(b) SGLang engine", "(d) one-rank NCCL communicator, real libnccl.so.2"):
+    for title in (
+        "(a) preflight --tp 1, gloo",
+        "(b) SGLang engine",
+        "(d) one-rank NCCL communicator, real libnccl.so.2",
+    ):
         assert title in text
     # Progress with timings, one line per step.
-    assert "[gpu-check" in proc.stdout and "(a) preflight --tp 1, gloo, one collective per group: OK in" in proc.stdout
+    assert (
+        "[gpu-check" in proc.stdout
+        and "(a) preflight --tp 1, gloo, one collective per group: OK in" in proc.stdout
+    )
     with tarfile.open(out / "gpu-check-logs.tar.gz") as tar:
         names = tar.getnames()
     assert "logs/engine.log" in names and "logs/preflight.log" in names
@@ -128,7 +162,9 @@ def test_rehearsal_preflight_audits_the_rank_with_every_group(rehearsal):
     assert rank["status"] == "ok" and {"world:0", "tp:0"} <= set(rank["exercised"])
     audit = step["details"]["audit"]
     assert audit["verdict"] == "ok"
-    assert [p["role"] for p in audit["processes"] if p["role"].startswith("preflight_TP")] == ["preflight_TP0"]
+    assert [p["role"] for p in audit["processes"] if p["role"].startswith("preflight_TP")] == [
+        "preflight_TP0"
+    ]
     assert {c["group"] for c in audit["communicators"]} >= {"world", "tp"}
 
 
@@ -167,10 +203,20 @@ def test_rehearsal_native_plugins_env_plugin_loaded_and_reads_audited(rehearsal)
     assert child["comm_ok"] is False and "CUDA" in child["comm_init_error"]
     assert not any("tuner plugin" in line for line in details["nccl_plugin_lines"])
     assert any("loads a tuner plugin only inside communicator init" in n for n in step["notes"])
-    ifname = [{k: v for k, v in r.items() if k != "count"} for r in details["nccl_reads"]
-              if r["name"] == "NCCL_SOCKET_IFNAME"]
-    assert ifname == [{"name": "NCCL_SOCKET_IFNAME", "value": "lo", "source": "profile", "environment": "lo",
-                       "disagrees": False}]
+    ifname = [
+        {k: v for k, v in r.items() if k != "count"}
+        for r in details["nccl_reads"]
+        if r["name"] == "NCCL_SOCKET_IFNAME"
+    ]
+    assert ifname == [
+        {
+            "name": "NCCL_SOCKET_IFNAME",
+            "value": "lo",
+            "source": "profile",
+            "environment": "lo",
+            "disagrees": False,
+        }
+    ]
     # NCCL's own debug output of the same pid agrees with the audit (the (c) cross-check).
     (proc,) = details["nccl_processes"]
     assert proc["pid"] == child["pid"] and proc["confirmed"] == {"NCCL_SOCKET_IFNAME": "lo"}
@@ -185,15 +231,25 @@ def test_rehearsal_native_step_audit_is_the_plugins_own_cli(rehearsal):
     python = str(work / "venv" / "bin" / "python")
     audit_root = work / "native-plugins" / "audit"
     (launch,) = [p for p in audit_root.iterdir() if p.is_dir()]
-    out = subprocess.run([python, "-m", "sglang_eagle_nccl.cli.main", "audit", str(launch), "--json"],
-                         capture_output=True, text=True, timeout=120, env=common.scrubbed_environment()[0])
+    out = subprocess.run(
+        [python, "-m", "sglang_eagle_nccl.cli.main", "audit", str(launch), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=common.scrubbed_environment()[0],
+    )
     assert out.returncode == 0, out.stderr
     audit = json.loads(out.stdout)
     pid = rehearsal["steps"]["native-plugins"]["details"]["child"]["pid"]
     (reads,) = [r for r in audit["nccl_reads"].values() if r["pid"] == pid]
     assert reads["env_plugin_abi"] == "v2" and reads["verdict"] == "ok"
-    assert {"name": "NCCL_SOCKET_IFNAME", "value": "lo", "source": "profile", "environment": "lo",
-            "disagrees": False} in [{k: v for k, v in r.items() if k != "count"} for r in reads["reads"]]
+    assert {
+        "name": "NCCL_SOCKET_IFNAME",
+        "value": "lo",
+        "source": "profile",
+        "environment": "lo",
+        "disagrees": False,
+    } in [{k: v for k, v in r.items() if k != "count"} for r in reads["reads"]]
 
 
 @pytest.mark.sglang
@@ -208,16 +264,32 @@ def test_rehearsal_report_code_fails_on_tampered_nccl_output(rehearsal, tmp_path
     tampered = tmp_path / "nccl"
     tampered.mkdir()
     for path in source.iterdir():
-        (tampered / path.name).write_text(path.read_text().replace("set by environment to lo", "set by environment to eth9"))
+        (tampered / path.name).write_text(
+            path.read_text().replace("set by environment to lo", "set by environment to eth9")
+        )
     work = rehearsal["work"]
-    opts = common.Options(mode="cpu-rehearsal", python=None, wheels=None, out=tmp_path / "out", work=tmp_path,
-                          profile="pcie-8gpu", nccl_env=[], skip_engine=False, check_only=True, nccl_lib=None,
-                          budget_s=300)
+    opts = common.Options(
+        mode="cpu-rehearsal",
+        python=None,
+        wheels=None,
+        out=tmp_path / "out",
+        work=tmp_path,
+        profile="pcie-8gpu",
+        nccl_env=[],
+        skip_engine=False,
+        check_only=True,
+        nccl_lib=None,
+        budget_s=300,
+    )
     env, _ = common.scrubbed_environment()
     ctx = context.Context(opts, str(work / "venv" / "bin" / "python"), env, common.Progress())
-    audit, logs, problem = context.audit_and_parse(ctx, "tampered", work / "native-plugins" / "audit", tampered)
+    audit, logs, problem = context.audit_and_parse(
+        ctx, "tampered", work / "native-plugins" / "audit", tampered
+    )
     assert problem == "" and audit is not None and logs
-    judged = judging.judge_nccl(audit, logs, {"NCCL_SOCKET_IFNAME": "lo"}, required_pids={logs[0]["pid"]: "probe"})
+    judged = judging.judge_nccl(
+        audit, logs, {"NCCL_SOCKET_IFNAME": "lo"}, required_pids={logs[0]["pid"]: "probe"}
+    )
     text = "\n".join(judged["problems"])
     assert "NCCL_SOCKET_IFNAME" in text and "eth9" in text, judged
     assert "NCCL confirmed none of the profile's variables" in text
@@ -237,10 +309,23 @@ def test_gpu_check_on_a_gpu(tmp_path):
         pytest.skip("no NVIDIA GPU here (nvidia-smi not found): run ci/gpu-check on a GPU machine")
     python = os.environ.get("SGLANG_EAGLE_NCCL_GPU_PYTHON", sys.executable)
     out = tmp_path / "out"
-    cmd = [str(SCRIPT), "--python", python, "--out", str(out), "--work-dir", str(tmp_path / "work"),
-           *shlex.split(os.environ.get("GPU_CHECK_ARGS", ""))]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=560,
-                          env={k: v for k, v in os.environ.items() if k != "OUT"})
+    cmd = [
+        str(SCRIPT),
+        "--python",
+        python,
+        "--out",
+        str(out),
+        "--work-dir",
+        str(tmp_path / "work"),
+        *shlex.split(os.environ.get("GPU_CHECK_ARGS", "")),
+    ]
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=560,
+        env={k: v for k, v in os.environ.items() if k != "OUT"},
+    )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     report = json.loads((out / "gpu-check.json").read_text())
     steps = {s["name"]: s for s in report["steps"]}

@@ -52,23 +52,32 @@ def _tree(zf: zipfile.ZipFile):
     return callgraph.SourceTree(lambda rel: zf.read(rel).decode("utf-8", "replace") if rel in names else None)
 
 
-@pytest.mark.parametrize("version,post_init_writes,resolve_once_writes", [
-    ("0.5.18", True, None),    # resolution in __post_init__; no resolve_once yet
-    ("0.5.19", False, True),   # __post_init__ is empty; resolve_once runs the arg_groups pipeline
-    ("0.5.20", False, True),
-])
+@pytest.mark.parametrize(
+    "version,post_init_writes,resolve_once_writes",
+    [
+        ("0.5.18", True, None),  # resolution in __post_init__; no resolve_once yet
+        ("0.5.19", False, True),  # __post_init__ is empty; resolve_once runs the arg_groups pipeline
+        ("0.5.20", False, True),
+    ],
+)
 def test_where_deterministic_inference_writes_nccl_algo(version, post_init_writes, resolve_once_writes):
     """The recorded facts behind tests/fixtures/sglang_facts/resolution.toml, read from the real wheels."""
     from sglang_eagle_nccl.knowledge.sglang import callgraph
 
     with zipfile.ZipFile(_wheel(version)) as zf:
         tree = _tree(zf)
-        for target, expected in (("ServerArgs.__post_init__", post_init_writes), ("ServerArgs.resolve_once", resolve_once_writes)):
+        for target, expected in (
+            ("ServerArgs.__post_init__", post_init_writes),
+            ("ServerArgs.resolve_once", resolve_once_writes),
+        ):
             reach = callgraph.reach(tree, f"sglang.srt.server_args:{target}", writes=["NCCL_ALGO"])
             if expected is None:
                 assert not reach.found, (version, target)
             else:
                 assert bool(reach.writes_of("NCCL_ALGO")) is expected, (version, target)
-    hooked = {h.target.split(":")[1] for h in patchsets.select(version).patch_set.hooks_for(Version(version))
-              if h.handler == "server_args_resolution"}
+    hooked = {
+        h.target.split(":")[1]
+        for h in patchsets.select(version).patch_set.hooks_for(Version(version))
+        if h.handler == "server_args_resolution"
+    }
     assert hooked == {"ServerArgs.resolve_once" if resolve_once_writes else "ServerArgs.__post_init__"}

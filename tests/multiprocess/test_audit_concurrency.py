@@ -47,5 +47,7 @@ def test_two_launches_sharing_a_root_never_mix(tmp_path):
         p.join(120)
         assert p.exitcode == 0
     for d, writers in ((a, {0, 1}), (b, {2, 3})):
-        found = {json.loads(line)["writer"] for f in d.glob("proc-*.jsonl") for line in f.read_text().splitlines()}
+        found = {
+            json.loads(line)["writer"] for f in d.glob("proc-*.jsonl") for line in f.read_text().splitlines()
+        }
         assert found == writers

@@ -29,7 +29,14 @@ def _rank(rank: int, world: int, port: int, env: dict, die: bool, queue) -> None
     start = time.monotonic()
     try:
         result = check_group(group, "tp", env, timeout_s=TIMEOUT)
-        queue.put((rank, "ok" if result.ok else "mismatch", [m.describe() for m in result.mismatches], time.monotonic() - start))
+        queue.put(
+            (
+                rank,
+                "ok" if result.ok else "mismatch",
+                [m.describe() for m in result.mismatches],
+                time.monotonic() - start,
+            )
+        )
     except ConsistencyError as exc:
         queue.put((rank, "error", str(exc), time.monotonic() - start))
 
@@ -38,7 +45,9 @@ def _run(envs: list[dict], die: int | None = None):
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     port = _port()
-    procs = [ctx.Process(target=_rank, args=(r, len(envs), port, envs[r], r == die, q)) for r in range(len(envs))]
+    procs = [
+        ctx.Process(target=_rank, args=(r, len(envs), port, envs[r], r == die, q)) for r in range(len(envs))
+    ]
     for p in procs:
         p.start()
     results = {}
@@ -58,7 +67,13 @@ def _run(envs: list[dict], die: int | None = None):
 
 def test_agreeing_ranks_pass_and_node_local_may_differ():
     base = {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring"}
-    res = _run([{**base, "NCCL_SOCKET_IFNAME": "eth0"}, {**base, "NCCL_SOCKET_IFNAME": "lo"}, {**base, "NCCL_IB_HCA": "=mlx5_1"}])
+    res = _run(
+        [
+            {**base, "NCCL_SOCKET_IFNAME": "eth0"},
+            {**base, "NCCL_SOCKET_IFNAME": "lo"},
+            {**base, "NCCL_IB_HCA": "=mlx5_1"},
+        ]
+    )
     assert {r: v[0] for r, v in res.items()} == {0: "ok", 1: "ok", 2: "ok"}
 
 

@@ -29,7 +29,9 @@ def test_the_python_table_is_the_c_export_list():
     exported = c_exports()
     assert exported, "no SEN_EXPORT function found: the scan is broken"
     assert set(exported) == set(abi.CONTROL_FUNCTIONS), (
-        sorted(set(exported) - set(abi.CONTROL_FUNCTIONS)), sorted(set(abi.CONTROL_FUNCTIONS) - set(exported)))
+        sorted(set(exported) - set(abi.CONTROL_FUNCTIONS)),
+        sorted(set(abi.CONTROL_FUNCTIONS) - set(exported)),
+    )
     for name, count in exported.items():
         assert len(abi.CONTROL_FUNCTIONS[name][1]) == count, name
 
@@ -45,14 +47,17 @@ def _rule(**over):
     return rule
 
 
-@pytest.mark.parametrize("bad", [
-    {"bytes": [0, abi.UINT64_MAX + 1]},  # ctypes would give C 0: a rule that can never match
-    {"bytes": [0, (1 << 64) + 10]},      # ... or one that fires for messages below 10 bytes
-    {"bytes": [-1, 10]},
-    {"nranks": [1, abi.UINT64_MAX + 1]},
-    {"nnodes": [0 - 1, 2]},
-    {"channels": abi.INT_MAX + 1},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"bytes": [0, abi.UINT64_MAX + 1]},  # ctypes would give C 0: a rule that can never match
+        {"bytes": [0, (1 << 64) + 10]},  # ... or one that fires for messages below 10 bytes
+        {"bytes": [-1, 10]},
+        {"nranks": [1, abi.UINT64_MAX + 1]},
+        {"nnodes": [0 - 1, 2]},
+        {"channels": abi.INT_MAX + 1},
+    ],
+)
 def test_a_bound_c_cannot_hold_is_refused_before_the_call(native_lib, bad):
     lib = native_lib
     lib.configure_tuner([])
@@ -75,7 +80,9 @@ def test_the_largest_bounds_c_holds_are_kept_exactly(native_lib):
         lib.configure_tuner([])
 
 
-@pytest.mark.parametrize("nbytes,nranks", [(abi.SIZE_T_MAX + 1, 8), (-1, 8), (1024, 0), (1024, abi.SIZE_T_MAX + 1)])
+@pytest.mark.parametrize(
+    "nbytes,nranks", [(abi.SIZE_T_MAX + 1, 8), (-1, 8), (1024, 0), (1024, abi.SIZE_T_MAX + 1)]
+)
 def test_the_query_side_refuses_what_nccl_cannot_ask(native_lib, nbytes, nranks):
     with pytest.raises(ValueError, match="size_t"):
         native_lib.query_tuner(6, "allreduce", nbytes, nranks)
@@ -85,11 +92,13 @@ def test_a_library_of_another_control_abi_is_refused(tmp_path):
     from sglang_eagle_nccl.native import binding, build
 
     src = tmp_path / "old.c"
-    src.write_text("__attribute__((visibility(\"default\"))) int sen_abi_version(void) { return 1; }\n")
+    src.write_text('__attribute__((visibility("default"))) int sen_abi_version(void) { return 1; }\n')
     out = tmp_path / "libold.so"
     import subprocess
 
-    done = subprocess.run([*build.compiler_command(), "-shared", "-fPIC", "-o", str(out), str(src)], capture_output=True)
+    done = subprocess.run(
+        [*build.compiler_command(), "-shared", "-fPIC", "-o", str(out), str(src)], capture_output=True
+    )
     if done.returncode != 0:
         pytest.skip(f"no C compiler here: {done.stderr.decode()[:200]}")
     with pytest.raises(BindingError, match="sen_\\* function is missing|control ABI"):
@@ -103,12 +112,16 @@ def test_the_tuner_command_refuses_a_call_nccl_cannot_make_and_answers_at_the_ed
 
     if native_lib.path != __import__("sglang_eagle_nccl.native.library", fromlist=["x"]).library_path():
         pytest.skip("the CLI queries the installed library, which this checkout does not have")
-    over = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", str(abi.SIZE_T_MAX + 1),
-                                     "--nranks", "8"])
+    over = CliRunner().invoke(
+        main, ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", str(abi.SIZE_T_MAX + 1), "--nranks", "8"]
+    )
     assert over.exit_code == 2 and "larger than NCCL's size_t" in over.output, over.output
-    edge = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", str(abi.SIZE_T_MAX),
-                                     "--nranks", "8", "--json"])
+    edge = CliRunner().invoke(
+        main,
+        ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", str(abi.SIZE_T_MAX), "--nranks", "8", "--json"],
+    )
     assert edge.exit_code == 0, edge.output
-    ranks = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", "10", "--nranks",
-                                      str(abi.SIZE_T_MAX + 1)])
+    ranks = CliRunner().invoke(
+        main, ["tuner", "--profile", "pcie-8gpu-eagle", "--bytes", "10", "--nranks", str(abi.SIZE_T_MAX + 1)]
+    )
     assert ranks.exit_code == 2 and "18446744073709551615" in ranks.output

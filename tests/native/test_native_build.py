@@ -42,8 +42,21 @@ def clean_env(**extra: str) -> dict[str, str]:
 def pip_wheel(out: Path, **env: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps", str(REPO), "-w", str(out)],
-        check=True, env=clean_env(**env), timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            str(REPO),
+            "-w",
+            str(out),
+        ],
+        check=True,
+        env=clean_env(**env),
+        timeout=300,
     )
     (wheel,) = out.glob("sglang_eagle_nccl-*.whl")
     return wheel
@@ -51,20 +64,29 @@ def pip_wheel(out: Path, **env: str) -> Path:
 
 def cli(venv_python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     exe = venv_python.parent / "sglang-eagle-nccl"
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=clean_env(), cwd=cwd, timeout=120)
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=clean_env(), cwd=cwd, timeout=120
+    )
 
 
 def installed_library(venv_python: Path) -> Path:
     code = "from sglang_eagle_nccl.native import library; print(library.library_path())"
     out = subprocess.run(
-        [str(venv_python), "-c", code], capture_output=True, text=True, check=True, env=clean_env(), cwd=venv_python.parent
+        [str(venv_python), "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=clean_env(),
+        cwd=venv_python.parent,
     )
     return Path(out.stdout.strip())
 
 
 def test_sources_compile_without_warnings_in_both_variants(tmp_path):
     for defines in ([], ["SEN_NO_ENV_V2"]):
-        info = build.compile_library(tmp_path / f"lib{len(defines)}.so", defines=defines, extra_flags=["-Werror"])
+        info = build.compile_library(
+            tmp_path / f"lib{len(defines)}.so", defines=defines, extra_flags=["-Werror"]
+        )
         if not info.built and "not found" in info.reason:
             pytest.skip(info.reason)
         assert info.built, info.reason
@@ -94,9 +116,12 @@ def test_wheel_without_a_compiler_is_pure_and_says_why(tmp_path):
     report = json.loads(doctor.stdout)
     # Missing native plugins are a fact doctor states, not a problem: the pure wheel works without
     # them. (This venv has neither SGLang nor torch, problems of their own: doctor exits 1 for those.)
-    assert report["problems"] and not any("native" in p.lower() for p in report["problems"]), report["problems"]
-    assert all(p.startswith(("sglang is not installed", "torch is not installed")) for p in report["problems"]), (
-        report["problems"])
+    assert report["problems"] and not any("native" in p.lower() for p in report["problems"]), report[
+        "problems"
+    ]
+    assert all(
+        p.startswith(("sglang is not installed", "torch is not installed")) for p in report["problems"]
+    ), report["problems"]
     assert doctor.returncode == 1, doctor.stderr
     native = report["native"]
     assert native["available"] is False
@@ -117,9 +142,13 @@ def test_wheel_without_a_compiler_is_pure_and_says_why(tmp_path):
     assert validate.returncode == 1 and needs in validate.stderr, validate.stderr
     env = cli(python, "env", "--profile", "pcie-8gpu-eagle", cwd=tmp_path)
     assert env.returncode == 2 and needs in env.stderr and env.stdout == "", env.stderr
-    problems = json.loads(cli(python, "doctor", "--profile", "pcie-8gpu-eagle", "--json", cwd=tmp_path).stdout)["problems"]
+    problems = json.loads(
+        cli(python, "doctor", "--profile", "pcie-8gpu-eagle", "--json", cwd=tmp_path).stdout
+    )["problems"]
     assert any(needs in p for p in problems), problems
-    assert cli(python, "validate", "pcie-8gpu", cwd=tmp_path).returncode == 0  # without rules: nothing missing
+    assert (
+        cli(python, "validate", "pcie-8gpu", cwd=tmp_path).returncode == 0
+    )  # without rules: nothing missing
 
 
 def test_wheel_with_a_compiler_carries_the_library(tmp_path):
@@ -160,7 +189,10 @@ def test_sdist_carries_the_sources_and_the_build_hook(tmp_path):
     pytest.importorskip("build", reason="sdist test needs the 'build' package (pip install build)")
     subprocess.run(
         [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(REPO)],
-        check=True, capture_output=True, env=clean_env(), timeout=300,
+        check=True,
+        capture_output=True,
+        env=clean_env(),
+        timeout=300,
     )
     (sdist,) = tmp_path.glob("sglang_eagle_nccl-*.tar.gz")
     with tarfile.open(sdist) as tf:
@@ -174,17 +206,26 @@ def test_sdist_carries_the_sources_and_the_build_hook(tmp_path):
 def test_editable_install_compiles_in_place(tmp_path):
     copy = tmp_path / "checkout"
     shutil.copytree(
-        REPO, copy,
-        ignore=shutil.ignore_patterns(".git", ".venv*", "dist", "build", "__pycache__", "*.so", "build_info.json", ".*cache"),
+        REPO,
+        copy,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "dist", "build", "__pycache__", "*.so", "build_info.json", ".*cache"
+        ),
     )
     venv.EnvBuilder(with_pip=True, clear=True).create(tmp_path / "venv")
     python = tmp_path / "venv" / "bin" / "python"
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", str(copy)],
-        check=True, env=clean_env(), timeout=300,
+        check=True,
+        env=clean_env(),
+        timeout=300,
     )
-    code = "from sglang_eagle_nccl.native import library; print(library.status()); print(library.library_path())"
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True, env=clean_env(), cwd=tmp_path)
+    code = (
+        "from sglang_eagle_nccl.native import library; print(library.status()); print(library.library_path())"
+    )
+    out = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, check=True, env=clean_env(), cwd=tmp_path
+    )
     status_line, path_line = out.stdout.strip().splitlines()
     assert status_line.startswith("(True,")
     assert Path(path_line) == copy / NATIVE / build.LIBRARY_NAME

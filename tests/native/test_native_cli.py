@@ -58,11 +58,28 @@ def test_query_prints_what_the_library_answers(run, rules_file):
 
 @pytest.mark.parametrize("abi", ["2", "3", "4", "5", "6"])
 def test_query_json_for_every_abi(run, rules_file, abi):
-    result = run("tuner", "--rules", str(rules_file), "--bytes", "16MiB", "--nranks", "8", "--group", "tp", "--abi", abi, "--json")
+    result = run(
+        "tuner",
+        "--rules",
+        str(rules_file),
+        "--bytes",
+        "16MiB",
+        "--nranks",
+        "8",
+        "--group",
+        "tp",
+        "--abi",
+        abi,
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["query"]["abi"] == int(abi) and out["query"]["bytes"] == 16 << 20
-    assert (out["query"]["rule"], out["query"]["protocol"], out["query"]["channels"]) == ("tuner.rules#2", "Simple", 8)
+    assert (out["query"]["rule"], out["query"]["protocol"], out["query"]["channels"]) == (
+        "tuner.rules#2",
+        "Simple",
+        8,
+    )
     rules, _ = parse_rules(_toml.loads(RULES)["tuner"]["rules"], "x")
     assert out["rules_digest"] == library.rules_digest(rules)
 
@@ -93,7 +110,10 @@ def test_bad_input_exits_2_with_the_reason(run, rules_file, args, message):
 
 def test_bad_rules_file_exits_2_naming_each_problem(run, tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text(RULES + '\n[[tuner.rules]]\ncollective = "allreduce"\nbytes = [0, 100]\nalgorithm = "ring"\nprotocol = "LL"\n')
+    bad.write_text(
+        RULES
+        + '\n[[tuner.rules]]\ncollective = "allreduce"\nbytes = [0, 100]\nalgorithm = "ring"\nprotocol = "LL"\n'
+    )
     result = run("tuner", "--rules", str(bad), "--bytes", "1", "--nranks", "8")
     assert result.exit_code == 2 and "tuner.rules#3" in result.output and "can never match" in result.output
     missing = run("tuner", "--rules", str(tmp_path / "none.toml"), "--bytes", "1", "--nranks", "8")
@@ -120,18 +140,52 @@ def test_tuner_with_a_model_config_answers_per_phase(tmp_path):
     from sglang_eagle_nccl.cli.main import main
 
     cfg = tmp_path / "config.json"
-    cfg.write_text(_json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61,
-                                "torch_dtype": "bfloat16"}))
-    res = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", "--model-config", str(cfg), "--tp", "8",
-                                    "--batch-size", "8", "--speculative-num-draft-tokens", "4",
-                                    "--chunked-prefill-size", "8192", "--sglang-version", "0.5.23", "--json"])
+    cfg.write_text(
+        _json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "hidden_size": 7168,
+                "num_hidden_layers": 61,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
+    res = CliRunner().invoke(
+        main,
+        [
+            "tuner",
+            "--profile",
+            "pcie-8gpu-eagle",
+            "--model-config",
+            str(cfg),
+            "--tp",
+            "8",
+            "--batch-size",
+            "8",
+            "--speculative-num-draft-tokens",
+            "4",
+            "--chunked-prefill-size",
+            "8192",
+            "--sglang-version",
+            "0.5.23",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = _json.loads(res.output)
     by_phase = {a["phase"]: a for a in out["tuner"]}
     verify = next(a for label, a in by_phase.items() if "verify" in label)
     prefill = next(a for label, a in by_phase.items() if "prefill" in label)
-    assert verify["bytes"] == 8 * 4 * 7168 * 2 and verify["tuner"]["protocol"] == "LL" and verify["tuner"]["algorithm"] == "Ring"
-    assert prefill["bytes"] == 8192 * 7168 * 2 and prefill["tuner"]["decided_by"] == "nccl" and prefill["tuner"]["rule"] is None
+    assert (
+        verify["bytes"] == 8 * 4 * 7168 * 2
+        and verify["tuner"]["protocol"] == "LL"
+        and verify["tuner"]["algorithm"] == "Ring"
+    )
+    assert (
+        prefill["bytes"] == 8192 * 7168 * 2
+        and prefill["tuner"]["decided_by"] == "nccl"
+        and prefill["tuner"]["rule"] is None
+    )
 
 
 def test_sizes_with_a_profile_says_what_the_library_itself_answers(tmp_path):
@@ -145,10 +199,31 @@ def test_sizes_with_a_profile_says_what_the_library_itself_answers(tmp_path):
     from sglang_eagle_nccl.cli.main import main
 
     cfg = tmp_path / "config.json"
-    cfg.write_text(_json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61,
-                                "torch_dtype": "bfloat16"}))
-    shape = ["--model-config", str(cfg), "--tp", "8", "--batch-size", "8", "--speculative-num-draft-tokens", "4",
-             "--chunked-prefill-size", "8192", "--sglang-version", "0.5.23", "--json"]
+    cfg.write_text(
+        _json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "hidden_size": 7168,
+                "num_hidden_layers": 61,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
+    shape = [
+        "--model-config",
+        str(cfg),
+        "--tp",
+        "8",
+        "--batch-size",
+        "8",
+        "--speculative-num-draft-tokens",
+        "4",
+        "--chunked-prefill-size",
+        "8192",
+        "--sglang-version",
+        "0.5.23",
+        "--json",
+    ]
     model = CliRunner().invoke(main, ["sizes", "--profile", "pcie-8gpu-eagle", *shape])
     lib = CliRunner().invoke(main, ["tuner", "--profile", "pcie-8gpu-eagle", *shape])
     assert model.exit_code == 0 and lib.exit_code == 0, model.output + lib.output
@@ -161,7 +236,10 @@ def test_sizes_with_a_profile_says_what_the_library_itself_answers(tmp_path):
             assert predicted is None, phase
         else:
             assert (predicted["rule"], predicted["algorithm"], predicted["protocol"]) == (
-                answer["rule"], answer["algorithm"], answer["protocol"]), phase
+                answer["rule"],
+                answer["algorithm"],
+                answer["protocol"],
+            ), phase
     assert any(v is None for v in by_model.values()) and any(v is not None for v in by_model.values())
     text = CliRunner().invoke(main, ["sizes", "--profile", "pcie-8gpu-eagle", *shape[:-1]]).output
     assert "tuner (pcie-8gpu-eagle, where NCCL carries it): tuner.rules#1: Ring/LL" in text

@@ -90,7 +90,10 @@ def test_environment_wins_names_are_served_from_the_environment(lib, abi, monkey
     assert lib.plugin_get_env("NCCL_ALGO", abi)[0] == "Tree"
     (line,) = reads(reads_log)
     assert (line["value"], line["source"], line["environment"], line["disagrees"]) == (
-        "Tree", "environment (sglang_wins)", "Tree", True,
+        "Tree",
+        "environment (sglang_wins)",
+        "Tree",
+        True,
     )
 
 
@@ -143,7 +146,12 @@ def test_reads_log_records_first_lookups_and_counts_repeats(lib, monkeypatch, ce
     lib.plugin_get_env(NAME, 2)
     assert lib.flush_reads_counts() is None
     first, foreign = reads(reads_log)
-    assert (first["value"], first["source"], first["environment"], first["disagrees"]) == ("lo", "profile", "lo", False)
+    assert (first["value"], first["source"], first["environment"], first["disagrees"]) == (
+        "lo",
+        "profile",
+        "lo",
+        False,
+    )
     assert (foreign["value"], foreign["environment"], foreign["disagrees"]) == ("lo", "bogus0", True)
     assert first["pid"] == os.getpid() and isinstance(first["time"], float)
     (counts,) = [r for r in lines(reads_log) if r["event"] == "counts"]
@@ -223,7 +231,12 @@ def test_forked_child_starts_without_the_parents_log(lib, reads_log):
 def test_getenv_from_many_threads_while_groups_change(lib, reads_log, monkeypatch):
     monkeypatch.setenv("NCCL_BUFFSIZE", "1048576")
     lib.configure_env({"NCCL_PROTO": "Simple", NAME: "lo"}, {"tp": {"NCCL_PROTO": "LL"}})
-    allowed = {"NCCL_PROTO": {"Simple", "LL"}, NAME: {"lo"}, "NCCL_BUFFSIZE": {"1048576"}, "NCCL_ALGO": {None}}
+    allowed = {
+        "NCCL_PROTO": {"Simple", "LL"},
+        NAME: {"lo"},
+        "NCCL_BUFFSIZE": {"1048576"},
+        "NCCL_ALGO": {None},
+    }
     monkeypatch.delenv("NCCL_ALGO", raising=False)
     errors: list[str] = []
     stop = threading.Event()
@@ -254,7 +267,11 @@ def test_getenv_from_many_threads_while_groups_change(lib, reads_log, monkeypatc
     counts = [r for r in lines(reads_log) if r["event"] == "counts"][-1]
     assert sum(c["count"] for c in counts["reads"]) == 6 * 3000
     assert {(r["name"], r["value"]) for r in reads(reads_log)} <= {
-        ("NCCL_PROTO", "Simple"), ("NCCL_PROTO", "LL"), (NAME, "lo"), ("NCCL_BUFFSIZE", "1048576"), ("NCCL_ALGO", None),
+        ("NCCL_PROTO", "Simple"),
+        ("NCCL_PROTO", "LL"),
+        (NAME, "lo"),
+        ("NCCL_BUFFSIZE", "1048576"),
+        ("NCCL_ALGO", None),
     }
 
 

@@ -54,13 +54,22 @@ def test_every_abi_is_exported_with_the_plugin_name(lib):
 
 @pytest.mark.parametrize(
     ("nbytes", "expected"),
-    [(0, ("Ring", "LL", 0)), (65535, ("Ring", "LL", 0)), (65536, ("Ring", "Simple", 16)), (1 << 30, ("Ring", "Simple", 16))],
+    [
+        (0, ("Ring", "LL", 0)),
+        (65535, ("Ring", "LL", 0)),
+        (65536, ("Ring", "Simple", 16)),
+        (1 << 30, ("Ring", "Simple", 16)),
+    ],
 )
 def test_v2_returns_the_first_matching_rule_through_out_parameters(lib, nbytes, expected):
     lib.configure_tuner([SMALL_LL, LARGE_SIMPLE])
     call = lib.call_tuner(2, ALLREDUCE, nbytes, nranks=8)
     algorithm, protocol, channels = expected
-    assert (call.algorithm, call.protocol, call.channels) == (ALGORITHM_IDS[algorithm], PROTOCOL_IDS[protocol], channels)
+    assert (call.algorithm, call.protocol, call.channels) == (
+        ALGORITHM_IDS[algorithm],
+        PROTOCOL_IDS[protocol],
+        channels,
+    )
     assert call.applied and call.table_after is None
 
 
@@ -72,11 +81,13 @@ def test_v2_without_a_matching_rule_leaves_every_out_parameter_alone(lib):
 
 def test_v2_never_returns_what_nccl_2_21_cannot_run(lib):
     # NCCL 2.21 takes v2's answer unchecked: CollNet/NVLS only when supported, PAT (2.23+) never.
-    lib.configure_tuner([
-        TunerRule("AllReduce", 0, 100, "CollNetDirect", "Simple"),
-        TunerRule("AllReduce", 100, 200, "NVLS", "Simple"),
-        TunerRule("AllGather", 0, None, "PAT", "Simple"),
-    ])
+    lib.configure_tuner(
+        [
+            TunerRule("AllReduce", 0, 100, "CollNetDirect", "Simple"),
+            TunerRule("AllReduce", 100, 200, "NVLS", "Simple"),
+            TunerRule("AllGather", 0, None, "PAT", "Simple"),
+        ]
+    )
     assert lib.call_tuner(2, ALLREDUCE, 50, 8, collnet_support=0).algorithm == -1
     assert lib.call_tuner(2, ALLREDUCE, 50, 8, collnet_support=1).algorithm == ALGORITHM_IDS["CollNetDirect"]
     assert lib.call_tuner(2, ALLREDUCE, 150, 8, nvls_support=0).algorithm == -1
@@ -91,7 +102,12 @@ def test_v2_never_returns_what_nccl_2_21_cannot_run(lib):
 @pytest.mark.parametrize("abi", TABLE_ABIS)
 @pytest.mark.parametrize(
     ("nbytes", "chosen", "channels"),
-    [(0, ("Ring", "LL"), 0), (65535, ("Ring", "LL"), 0), (65536, ("Ring", "Simple"), 16), (1 << 40, ("Ring", "Simple"), 16)],
+    [
+        (0, ("Ring", "LL"), 0),
+        (65535, ("Ring", "LL"), 0),
+        (65536, ("Ring", "Simple"), 16),
+        (1 << 40, ("Ring", "Simple"), 16),
+    ],
 )
 def test_table_rule_zeroes_exactly_its_cell_at_the_right_sizes(lib, abi, nbytes, chosen, channels):
     lib.configure_tuner([SMALL_LL, LARGE_SIMPLE])
@@ -126,9 +142,15 @@ def test_table_never_reenables_a_minus_one_cell(lib, abi):
 def test_table_first_match_wins_over_later_rules(lib, abi):
     lib.configure_tuner([TunerRule("AllReduce", 0, 1000, "Tree", "LL"), SMALL_LL])
     call = lib.call_tuner(abi, ALLREDUCE, 10, nranks=4, table=distinct_table())
-    assert call.rule_index == 0 and (call.algorithm, call.protocol) == (ALGORITHM_IDS["Tree"], PROTOCOL_IDS["LL"])
+    assert call.rule_index == 0 and (call.algorithm, call.protocol) == (
+        ALGORITHM_IDS["Tree"],
+        PROTOCOL_IDS["LL"],
+    )
     call = lib.call_tuner(abi, ALLREDUCE, 1000, nranks=4, table=distinct_table())
-    assert call.rule_index == 1 and (call.algorithm, call.protocol) == (ALGORITHM_IDS["Ring"], PROTOCOL_IDS["LL"])
+    assert call.rule_index == 1 and (call.algorithm, call.protocol) == (
+        ALGORITHM_IDS["Ring"],
+        PROTOCOL_IDS["LL"],
+    )
 
 
 @pytest.mark.parametrize("abi", TUNER_ABIS)
@@ -163,10 +185,29 @@ def test_group_rules_apply_only_to_communicators_initialised_with_the_label(lib,
         plugin.getCollInfo(ctx, ALLREDUCE, 10, 1, 1, 1, ctypes.byref(a), ctypes.byref(p), ctypes.byref(nch))
         assert (a.value, p.value) == (ALGORITHM_IDS["Ring"], PROTOCOL_IDS["LL"])
     elif abi == 3:
-        plugin.getCollInfo(ctx, ALLREDUCE, 10, 1, ctypes.cast(table, ctypes.c_void_p), TABLE_ALGOS, TABLE_PROTOS, ctypes.byref(nch))
+        plugin.getCollInfo(
+            ctx,
+            ALLREDUCE,
+            10,
+            1,
+            ctypes.cast(table, ctypes.c_void_p),
+            TABLE_ALGOS,
+            TABLE_PROTOS,
+            ctypes.byref(nch),
+        )
         assert table[cell("Ring", "LL")] == 0.0
     else:
-        plugin.getCollInfo(ctx, ALLREDUCE, 10, 1, ctypes.cast(table, ctypes.c_void_p), TABLE_ALGOS, TABLE_PROTOS, 0, ctypes.byref(nch))
+        plugin.getCollInfo(
+            ctx,
+            ALLREDUCE,
+            10,
+            1,
+            ctypes.cast(table, ctypes.c_void_p),
+            TABLE_ALGOS,
+            TABLE_PROTOS,
+            0,
+            ctypes.byref(nch),
+        )
         assert table[cell("Ring", "LL")] == 0.0
     (plugin.destroy if abi <= 4 else plugin.finalize)(ctx)
     # A communicator initialised without the label (torch's lazy ones), or with another, is not matched.
@@ -201,8 +242,14 @@ def test_query_reports_rule_and_restores_the_selected_label(lib):
 
 _rule = st.builds(
     lambda coll, lo, span, algo, proto, ranks, group, channels: TunerRule(
-        coll, lo, None if span is None else lo + span, algo, proto,
-        nranks=ranks, group=group, channels=channels,
+        coll,
+        lo,
+        None if span is None else lo + span,
+        algo,
+        proto,
+        nranks=ranks,
+        group=group,
+        channels=channels,
     ),
     st.sampled_from(["AllReduce", "AllGather"]),
     st.integers(0, 1 << 20),

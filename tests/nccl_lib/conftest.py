@@ -34,7 +34,9 @@ def nccl_wheel_present() -> None:
     try:
         importlib.metadata.distribution(NCCL_WHEEL)
     except importlib.metadata.PackageNotFoundError:
-        pytest.fail(f'{NCCL_WHEEL} is not installed: pip install "{NCCL_WHEEL}==2.32.3" (tests/nccl_lib needs it)')
+        pytest.fail(
+            f'{NCCL_WHEEL} is not installed: pip install "{NCCL_WHEEL}==2.32.3" (tests/nccl_lib needs it)'
+        )
 
 
 @pytest.fixture(scope="session")

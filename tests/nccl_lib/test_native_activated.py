@@ -45,7 +45,9 @@ def venv_python(tmp_path_factory) -> Path:
 
 
 def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
 
 
 @pytest.mark.parametrize("mode", ["os.environ", "setenv"])
@@ -53,14 +55,34 @@ def test_nccl_reads_the_profile_through_the_installed_env_plugin(venv_python, li
     cli = venv_python.parent / "sglang-eagle-nccl"
     profile = tmp_path / "iface.toml"
     profile.write_text('[env]\nNCCL_SOCKET_IFNAME = "lo"\nNCCL_BUFFSIZE = 8388608\n')
-    printed = subprocess.run([str(cli), "env", "--profile", str(profile), "--audit-dir", str(tmp_path / "audit"),
-                              "--format", "json"], capture_output=True, text=True, env=_clean_env(), timeout=60)
+    printed = subprocess.run(
+        [
+            str(cli),
+            "env",
+            "--profile",
+            str(profile),
+            "--audit-dir",
+            str(tmp_path / "audit"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        timeout=60,
+    )
     assert printed.returncode == 0, printed.stderr
     env_vars = json.loads(printed.stdout)
     assert "NCCL_ENV_PLUGIN" not in env_vars  # each process sets its own, never carried to other machines
     env = dict(_clean_env(), **env_vars, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,ENV")
-    proc = subprocess.run([str(venv_python), str(PROBE), str(libnccl), mode], capture_output=True, text=True,
-                          env=env, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [str(venv_python), str(PROBE), str(libnccl), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads((tmp_path / "probe-result.json").read_text())
     installed = venv_python.parent.parent / "lib"
@@ -70,8 +92,13 @@ def test_nccl_reads_the_profile_through_the_installed_env_plugin(venv_python, li
     assert "NCCL_SOCKET_IFNAME set by environment to lo" in nccl_said  # NCCL's own word: the profile's value
 
     (launch,) = [d for d in (tmp_path / "audit").iterdir() if d.is_dir()]
-    audit = subprocess.run([str(cli), "audit", str(launch), "--json"], capture_output=True, text=True,
-                           env=_clean_env(), timeout=60)
+    audit = subprocess.run(
+        [str(cli), "audit", str(launch), "--json"],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        timeout=60,
+    )
     report = json.loads(audit.stdout)
     assert audit.returncode == 0, audit.stdout[-3000:]  # NCCL's own reads are something real to audit
     (reads,) = [r for r in report["nccl_reads"].values() if r["pid"] == out["pid"]]
@@ -89,12 +116,32 @@ def test_a_reads_log_name_someone_planted_is_never_written_through(venv_python, 
     cli = venv_python.parent / "sglang-eagle-nccl"
     profile = tmp_path / "iface.toml"
     profile.write_text('[env]\nNCCL_SOCKET_IFNAME = "lo"\n')
-    printed = subprocess.run([str(cli), "env", "--profile", str(profile), "--audit-dir", str(tmp_path / "audit"),
-                              "--format", "json"], capture_output=True, text=True, env=_clean_env(), timeout=60)
+    printed = subprocess.run(
+        [
+            str(cli),
+            "env",
+            "--profile",
+            str(profile),
+            "--audit-dir",
+            str(tmp_path / "audit"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        timeout=60,
+    )
     assert printed.returncode == 0, printed.stderr
     env = dict(_clean_env(), **json.loads(printed.stdout))
-    proc = subprocess.run([str(venv_python), str(PROBE), str(libnccl), "os.environ", kind], capture_output=True,
-                          text=True, env=env, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [str(venv_python), str(PROBE), str(libnccl), "os.environ", kind],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]  # finished: the FIFO blocked nothing
     out = json.loads((tmp_path / "probe-result.json").read_text())
     assert out["rc"] == 0 and out["activated"]
@@ -103,8 +150,17 @@ def test_a_reads_log_name_someone_planted_is_never_written_through(venv_python, 
     if kind == "lines":
         assert out["after"]["body"] == '{"event": "read", "name": "NCCL_SOCKET_IFNAME", "value": "forged"}\n'
     (launch,) = [d for d in (tmp_path / "audit").iterdir() if d.is_dir()]
-    audit = subprocess.run([str(cli), "audit", str(launch), "--json"], capture_output=True, text=True,
-                           env=_clean_env(), timeout=60)
+    audit = subprocess.run(
+        [str(cli), "audit", str(launch), "--json"],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        timeout=60,
+    )
     report = json.loads(audit.stdout)
-    assert not any(r["pid"] == out["pid"] for r in report["nccl_reads"].values())  # planted lines are not reads
-    assert any(Path(out["planted"]["path"]).name == u["file"] for u in report["unreadable"]), report["unreadable"]
+    assert not any(
+        r["pid"] == out["pid"] for r in report["nccl_reads"].values()
+    )  # planted lines are not reads
+    assert any(Path(out["planted"]["path"]).name == u["file"] for u in report["unreadable"]), report[
+        "unreadable"
+    ]

@@ -41,7 +41,9 @@ def libnccl() -> Path:
         pytest.skip(f"{NCCL_WHEEL} is not installed (pip install {NCCL_WHEEL}=={NCCL_VERSION})")
     lib = Path(str(dist.locate_file("nvidia/nccl/lib/libnccl.so.2")))
     assert lib.is_file(), f"{NCCL_WHEEL} is installed but {lib} is missing"
-    assert dist.version == NCCL_VERSION, f"tests are pinned to {NCCL_WHEEL}=={NCCL_VERSION}, found {dist.version}"
+    assert dist.version == NCCL_VERSION, (
+        f"tests are pinned to {NCCL_WHEEL}=={NCCL_VERSION}, found {dist.version}"
+    )
     return lib
 
 
@@ -64,12 +66,17 @@ def run_probe(libnccl: Path, plugin: Path, tmp_path: Path, mode: str) -> tuple[d
     reads_log = tmp_path / "nccl_reads.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "SGLANG_EAGLE_NCCL"))}
     env.update(
-        NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,ENV", NCCL_DEBUG_FILE=str(logs / "nccl.%h.%p.log"),
+        NCCL_DEBUG="INFO",
+        NCCL_DEBUG_SUBSYS="INIT,ENV",
+        NCCL_DEBUG_FILE=str(logs / "nccl.%h.%p.log"),
         NCCL_CONF_FILE=str(empty_conf),
     )
     proc = subprocess.run(
         [sys.executable, str(PROBE), str(libnccl), str(plugin), str(reads_log), mode],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -120,7 +127,9 @@ def test_real_nccl_looks_up_exactly_the_symbols_the_library_exports(native_lib, 
     # NCCL finds plugins by dlsym of these names (src/plugin/env/env_v*.cc, src/plugin/tuner/tuner_v*.cc).
     binary = libnccl.read_bytes()
     exported = native_lib.exported_abis()
-    wanted = [f"ncclEnvPlugin_v{v}" for v in exported["env"]] + [f"ncclTunerPlugin_v{v}" for v in exported["tuner"]]
+    wanted = [f"ncclEnvPlugin_v{v}" for v in exported["env"]] + [
+        f"ncclTunerPlugin_v{v}" for v in exported["tuner"]
+    ]
     assert len(wanted) == 7
     for symbol in wanted:
         assert symbol.encode() + b"\0" in binary, f"{NCCL_WHEEL} {NCCL_VERSION} does not look up {symbol}"

@@ -57,13 +57,25 @@ def main(libnccl: str, mode: str, planted_kind: str = "none") -> int:
         st = os.lstat(planted["path"])
         import stat
 
-        after = {"kind": stat.S_IFMT(st.st_mode), "outside": open(planted["outside"]).read(),
-                 "body": open(planted["path"]).read() if stat.S_ISREG(st.st_mode) else None}
+        after = {
+            "kind": stat.S_IFMT(st.st_mode),
+            "outside": open(planted["outside"]).read(),
+            "body": open(planted["path"]).read() if stat.S_ISREG(st.st_mode) else None,
+        }
     # The answer goes to a file in the working directory: NCCL's own threads print INFO lines to
     # stdout too, and one may land in the middle of a line printed here.
     with open("probe-result.json", "w") as out:
-        json.dump({"pid": os.getpid(), "rc": rc, "activated": activated, "planted": planted, "after": after,
-                   "env_plugin": os.environ.get("NCCL_ENV_PLUGIN")}, out)
+        json.dump(
+            {
+                "pid": os.getpid(),
+                "rc": rc,
+                "activated": activated,
+                "planted": planted,
+                "after": after,
+                "env_plugin": os.environ.get("NCCL_ENV_PLUGIN"),
+            },
+            out,
+        )
     return 0 if rc == 0 else 3
 
 

@@ -46,10 +46,19 @@ def main(libnccl: str, plugin: str, reads_log: str, mode: str) -> int:
     rc = nccl.ncclGetUniqueId(unique_id)
     abi, nccl_version = lib.env_plugin_info()
     flush_error = lib.flush_reads_counts()
-    print(json.dumps({
-        "pid": os.getpid(), "unique_id_rc": rc, "log_error": log_error, "flush_error": flush_error,
-        "plugin_abi": abi, "nccl_version": nccl_version,
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "unique_id_rc": rc,
+                "log_error": log_error,
+                "flush_error": flush_error,
+                "plugin_abi": abi,
+                "nccl_version": nccl_version,
+            }
+        ),
+        flush=True,
+    )
     return 0 if rc == 0 else 3
 
 

@@ -18,8 +18,11 @@ import traceback
 def main(config: dict) -> dict:
     import ray
 
-    ray.init(address=config["address"], runtime_env={"env_vars": config.get("job_env_vars", {})},
-             log_to_driver=True)
+    ray.init(
+        address=config["address"],
+        runtime_env={"env_vars": config.get("job_env_vars", {})},
+        log_to_driver=True,
+    )
     out: dict = {"driver_node": ray.get_runtime_context().get_node_id()}
     kwargs = dict(config["engine"])
     pg = None
@@ -43,6 +46,7 @@ def main(config: dict) -> dict:
 
         def make():
             return RayEngine(**kwargs)
+
     try:
         engine = make()
     except BaseException as exc:  # noqa: BLE001 - the test reads what the driver saw
@@ -50,8 +54,10 @@ def main(config: dict) -> dict:
         out["traceback"] = traceback.format_exc()[-4000:]
         return out
     try:
-        answer = engine.generate(input_ids=config.get("prompt", [1, 17, 33, 71]),
-                                 sampling_params={"max_new_tokens": config.get("max_new_tokens", 4), "temperature": 0})
+        answer = engine.generate(
+            input_ids=config.get("prompt", [1, 17, 33, 71]),
+            sampling_params={"max_new_tokens": config.get("max_new_tokens", 4), "temperature": 0},
+        )
         out["output_ids"] = answer["output_ids"]
     finally:
         engine.shutdown()

@@ -46,8 +46,9 @@ def profile(tmp_path) -> tuple[Path, dict]:
 
 
 def _engine_args(models, algorithm: str) -> dict:
-    return run.engine_kwargs(models["target"], tp_size=2, nnodes=2, draft_path=models[algorithm],
-                             speculative_algorithm=algorithm)
+    return run.engine_kwargs(
+        models["target"], tp_size=2, nnodes=2, draft_path=models[algorithm], speculative_algorithm=algorithm
+    )
 
 
 def check_actors(probe_dir: Path, cluster, data: dict) -> dict[int, str]:
@@ -64,7 +65,11 @@ def check_actors(probe_dir: Path, cluster, data: dict) -> dict[int, str]:
         groups = [r for r in records if r["event"] == "new_group"]
         assert {r["group"] for r in groups} >= {"world", "tp"}, groups
         for record in init + groups:
-            expected = {**data["env"], **data["nodes"][str(rank)], **data["groups"].get(record.get("group") or "", {})}
+            expected = {
+                **data["env"],
+                **data["nodes"][str(rank)],
+                **data["groups"].get(record.get("group") or "", {}),
+            }
             held = {k: record["nccl"].get(k) for k in expected}
             assert held == expected, (rank, record.get("group"), held)
     assert sorted(ranks) == [0, 1], ranks
@@ -79,7 +84,9 @@ def check_audit(root: Path, *, eagle: bool) -> Report:
     assert report.verdict == "ok", report.problems
     assert report.unreadable == []
     schedulers = [p for p in report.processes if p.role.startswith("scheduler")]
-    assert len(schedulers) == 2 and all(p.verdict == "ok" for p in schedulers), [(p.role, p.notes) for p in schedulers]
+    assert len(schedulers) == 2 and all(p.verdict == "ok" for p in schedulers), [
+        (p.role, p.notes) for p in schedulers
+    ]
     assert {c.verdict for c in report.communicators} == {"absent"}
     if eagle:
         assert {e["pid"] for e in report.eagle} == {p.pid for p in schedulers}
@@ -106,10 +113,16 @@ def _stop(proc: subprocess.Popen) -> None:
 def _drive(config: dict, env: dict, tmp_path: Path, timeout: float = START_TIMEOUT) -> dict:
     path = tmp_path / "driver.json"
     path.write_text(json.dumps(config))
-    proc = subprocess.run([PYTHON, str(DRIVER), str(path)], env=env, capture_output=True, text=True, timeout=timeout,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        [PYTHON, str(DRIVER), str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp_path,
+    )
     (tmp_path / "driver.log").write_text(proc.stdout + proc.stderr)
-    results = [line[len("RESULT "):] for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    results = [line[len("RESULT ") :] for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and results, proc.stderr[-4000:]
     return json.loads(results[-1])
 
@@ -138,9 +151,17 @@ def test_ray_engine_enabled_in_the_driver_eagle3(cluster, models, profile, tmp_p
     path, data = profile
     probe = tmp_path / "probe"
     job = {**job_env_vars(probe), "NCCL_PROTO": "Simple", "NCCL_DEBUG": "WARN"}
-    config = {"address": cluster.address, "job_env_vars": job, "engine": _engine_args(models, "EAGLE3"), "prompt": PROMPT}
-    env = driver_env(SGLANG_EAGLE_NCCL=str(path), SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
-                     NCCL_IB_HCA="mlx5_driver_node")
+    config = {
+        "address": cluster.address,
+        "job_env_vars": job,
+        "engine": _engine_args(models, "EAGLE3"),
+        "prompt": PROMPT,
+    }
+    env = driver_env(
+        SGLANG_EAGLE_NCCL=str(path),
+        SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+        NCCL_IB_HCA="mlx5_driver_node",
+    )
     out = _drive(config, env, tmp_path)
     assert "error" not in out, out.get("traceback")
     assert len(out["output_ids"]) == 4
@@ -151,7 +172,10 @@ def test_ray_engine_enabled_in_the_driver_eagle3(cluster, models, profile, tmp_p
     # SGLang's _set_envs_and_config writes in the driver (not in the profile) reach every actor.
     assert all(n.get("NCCL_CUMEM_ENABLE") == "0" and n.get("NCCL_NVLS_ENABLE") == "0" for n in held)
     report = check_audit(tmp_path / "audit", eagle=True)
-    assert {(w["name"], w["after"]) for w in report.sglang_writes} >= {("NCCL_CUMEM_ENABLE", "0"), ("NCCL_NVLS_ENABLE", "0")}
+    assert {(w["name"], w["after"]) for w in report.sglang_writes} >= {
+        ("NCCL_CUMEM_ENABLE", "0"),
+        ("NCCL_NVLS_ENABLE", "0"),
+    }
     _, procs = read_launch(report.run_dir)
     replaced = [v for p in procs for r in p.events("ray_actor_env") for v in r["replaced_user_values"]]
     assert replaced == [{"name": "NCCL_PROTO", "user_value": "Simple", "value": "LL"}] * 2
@@ -162,14 +186,24 @@ def test_ray_engine_enabled_in_the_driver_eagle3(cluster, models, profile, tmp_p
 def check_gathered_through_ray(cluster, local: Report) -> None:
     """`audit --ray ADDRESS DIR`: one task per Ray node reads that node's launch directory; the verdict is
     judged only from what came back through Ray (copies in a directory of the driver's own), and matches."""
-    done = subprocess.run([str(BIN / "sglang-eagle-nccl"), "audit", "--ray", cluster.address, local.run_dir, "--json"],
-                          capture_output=True, text=True, env=driver_env(), timeout=180)
+    done = subprocess.run(
+        [str(BIN / "sglang-eagle-nccl"), "audit", "--ray", cluster.address, local.run_dir, "--json"],
+        capture_output=True,
+        text=True,
+        env=driver_env(),
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads(done.stdout)
     nodes = data["collected"]["nodes"]
-    assert sorted(n["node_id"] for n in nodes) == sorted(cluster.nodes.values())  # every node answered for itself
+    assert sorted(n["node_id"] for n in nodes) == sorted(
+        cluster.nodes.values()
+    )  # every node answered for itself
     assert all(n["files"] > 0 and not n["problems"] for n in nodes), nodes
-    assert all(d.startswith(data["collected"]["dest"]) for d in data["run_dirs"]) and local.run_dir not in data["run_dirs"]
+    assert (
+        all(d.startswith(data["collected"]["dest"]) for d in data["run_dirs"])
+        and local.run_dir not in data["run_dirs"]
+    )
     assert data["verdict"] == local.verdict
     assert sorted(p["process"] for p in data["processes"]) == sorted(p.process for p in local.processes)
     print(f"\n[tests/ray] {data['collected']['summary']}")
@@ -182,10 +216,18 @@ def test_offline_benchmark_on_ray_engine_actor_is_the_launcher(cluster, models, 
     cluster.add("wide", gpus=2)  # the benchmark packs every GPU of the engine on one node
     try:
         probe = tmp_path / "probe"
-        config = {"address": cluster.address, "job_env_vars": job_env_vars(probe), "backend": "offline_throughput",
-                  "engine": run.engine_kwargs(models["target"], tp_size=2), "prompt": PROMPT}
-        out = _drive(config, driver_env(SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit")),
-                     tmp_path)
+        config = {
+            "address": cluster.address,
+            "job_env_vars": job_env_vars(probe),
+            "backend": "offline_throughput",
+            "engine": run.engine_kwargs(models["target"], tp_size=2),
+            "prompt": PROMPT,
+        }
+        out = _drive(
+            config,
+            driver_env(SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit")),
+            tmp_path,
+        )
     finally:
         cluster.remove("wide")
     assert "error" not in out, out.get("traceback")
@@ -209,10 +251,20 @@ def test_launch_server_use_ray_with_launch_flags_eagle(cluster, models, profile,
     path, data = profile
     probe = tmp_path / "probe"
     port = run.free_port()
-    cmd = run.server_cmd(models["target"], port=port, python=PYTHON, tp_size=2, nnodes=2, use_ray=True,
-                         draft_path=models["EAGLE"], speculative_algorithm="EAGLE")
+    cmd = run.server_cmd(
+        models["target"],
+        port=port,
+        python=PYTHON,
+        tp_size=2,
+        nnodes=2,
+        use_ray=True,
+        draft_path=models["EAGLE"],
+        speculative_algorithm="EAGLE",
+    )
     cmd += ["--nccl-profile", str(path), "--nccl-audit-dir", str(tmp_path / "audit")]
-    env = driver_env(RAY_ADDRESS=cluster.address, RAY_JOB_CONFIG_JSON_ENV_VAR=_job_config(job_env_vars(probe)))
+    env = driver_env(
+        RAY_ADDRESS=cluster.address, RAY_JOB_CONFIG_JSON_ENV_VAR=_job_config(job_env_vars(probe))
+    )
     answer = _serve(cmd, env, port, tmp_path / "server.log")
     assert len(answer["output_ids"]) == 4
     check_actors(probe, cluster, data)
@@ -224,11 +276,29 @@ def test_wrapper_use_ray_eagle3(cluster, models, profile, tmp_path):
     path, data = profile
     probe = tmp_path / "probe"
     port = run.free_port()
-    server = run.server_cmd(models["target"], port=port, python=PYTHON, tp_size=2, nnodes=2, use_ray=True,
-                            draft_path=models["EAGLE3"], speculative_algorithm="EAGLE3")
-    cmd = [str(BIN / "sglang-eagle-nccl"), "launch", "--profile", str(path), "--audit-dir", str(tmp_path / "audit"),
-           "--", *server[3:]]
-    env = driver_env(RAY_ADDRESS=cluster.address, RAY_JOB_CONFIG_JSON_ENV_VAR=_job_config(job_env_vars(probe)))
+    server = run.server_cmd(
+        models["target"],
+        port=port,
+        python=PYTHON,
+        tp_size=2,
+        nnodes=2,
+        use_ray=True,
+        draft_path=models["EAGLE3"],
+        speculative_algorithm="EAGLE3",
+    )
+    cmd = [
+        str(BIN / "sglang-eagle-nccl"),
+        "launch",
+        "--profile",
+        str(path),
+        "--audit-dir",
+        str(tmp_path / "audit"),
+        "--",
+        *server[3:],
+    ]
+    env = driver_env(
+        RAY_ADDRESS=cluster.address, RAY_JOB_CONFIG_JSON_ENV_VAR=_job_config(job_env_vars(probe))
+    )
     answer = _serve(cmd, env, port, tmp_path / "server.log")
     assert len(answer["output_ids"]) == 4
     check_actors(probe, cluster, data)
@@ -241,16 +311,27 @@ def test_readme_recipe_engine_in_own_placement_group(cluster, models, tmp_path):
     `sglang-eagle-nccl env`; the plugin in it gives both scheduler actors the profile. EAGLE."""
     from support.readme import code_block
 
-    lang, script = code_block("tests/ray/test_ray_engine.py::test_readme_recipe_engine_in_own_placement_group")
+    lang, script = code_block(
+        "tests/ray/test_ray_engine.py::test_readme_recipe_engine_in_own_placement_group"
+    )
     assert lang == "python"
     (tmp_path / "ray_engine.py").write_text(script)
     probe = tmp_path / "probe"
     (tmp_path / "engine.json").write_text(json.dumps(_engine_args(models, "EAGLE")))
     (tmp_path / "my_env.json").write_text(json.dumps(job_env_vars(probe)))
-    env = driver_env(RAY_ADDRESS=cluster.address, SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
-                     PATH=f"{BIN}:{os.environ.get('PATH', '')}")
-    proc = subprocess.run([PYTHON, "ray_engine.py", "pcie-8gpu", "engine.json", "my_env.json"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=START_TIMEOUT)
+    env = driver_env(
+        RAY_ADDRESS=cluster.address,
+        SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
+    )
+    proc = subprocess.run(
+        [PYTHON, "ray_engine.py", "pcie-8gpu", "engine.json", "my_env.json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("output_ids")]
     assert len(json.loads(line.split(" ", 1)[1])) == 8
@@ -268,13 +349,17 @@ def test_node_with_another_image_stops_both_actors(cluster, models, tmp_path):
     try:
         probe = tmp_path / "probe"
         config = {
-            "address": cluster.address, "job_env_vars": job_env_vars(probe),
+            "address": cluster.address,
+            "job_env_vars": job_env_vars(probe),
             "engine": run.engine_kwargs(models["target"], tp_size=2, nnodes=2),
             # Rank 0 on the head node, rank 1 on the node with the other image.
             "bundles": [{"CPU": 1, "GPU": 1, "node_head": 0.01}, {"CPU": 1, "GPU": 1, "node_tree": 0.01}],
         }
-        env = driver_env(SGLANG_EAGLE_NCCL="pcie-8gpu-eagle", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
-                         SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT="60")
+        env = driver_env(
+            SGLANG_EAGLE_NCCL="pcie-8gpu-eagle",
+            SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+            SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT="60",
+        )
         started = time.monotonic()
         out = _drive(config, env, tmp_path, timeout=300)
         elapsed = time.monotonic() - started
@@ -282,11 +367,18 @@ def test_node_with_another_image_stops_both_actors(cluster, models, tmp_path):
         cluster.remove("tree")
     error = out.get("error", "")
     assert "Scheduler actor failed to initialize" in error, out
-    assert "NCCL settings differ between ranks of SGLang group 'world' (ranks 0, 1 on nodes 0, 1)" in error, error
+    assert "NCCL settings differ between ranks of SGLang group 'world' (ranks 0, 1 on nodes 0, 1)" in error, (
+        error
+    )
     assert "NCCL_ALGO differs (rank 0 (node 0): (unset); rank 1 (node 1): 'Tree')" in error, error
     assert elapsed < 240
     # The probe saw where each rank ran and what it held: NCCL_ALGO from the node's own environment.
-    inits = {r["rank"]: r for recs in probe_records(probe).values() for r in recs if r["event"] == "init_process_group"}
+    inits = {
+        r["rank"]: r
+        for recs in probe_records(probe).values()
+        for r in recs
+        if r["event"] == "init_process_group"
+    }
     assert inits[0]["ray_node"] == cluster.nodes["head"] and inits[1]["ray_node"] == tree
     assert "NCCL_ALGO" not in inits[0]["nccl"] and inits[1]["nccl"]["NCCL_ALGO"] == "Tree"
     # Both actors stopped there, each with the mismatch on record.
@@ -300,10 +392,19 @@ def test_driver_refuses_before_starting_anything(cluster, models, tmp_path):
     RayEngine raises, SGLang's CLI exits 2, and no scheduler actor ever starts."""
     probe = tmp_path / "probe"
     job = {**job_env_vars(probe), "SGLANG_EAGLE_NCCL_ENV": "NCCL_ALGO=Tree"}
-    config = {"address": cluster.address, "job_env_vars": job, "engine": run.engine_kwargs(models["target"], tp_size=2, nnodes=2)}
-    out = _drive(config, driver_env(SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit")),
-                 tmp_path)
-    assert "RayEnvError" in out.get("error", "") and "SGLANG_EAGLE_NCCL_ENV='NCCL_ALGO=Tree'" in out["error"], out
+    config = {
+        "address": cluster.address,
+        "job_env_vars": job,
+        "engine": run.engine_kwargs(models["target"], tp_size=2, nnodes=2),
+    }
+    out = _drive(
+        config,
+        driver_env(SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit")),
+        tmp_path,
+    )
+    assert (
+        "RayEnvError" in out.get("error", "") and "SGLANG_EAGLE_NCCL_ENV='NCCL_ALGO=Tree'" in out["error"]
+    ), out
     assert "Nothing was started" in out["error"]
     port = run.free_port()
     cmd = run.server_cmd(models["target"], port=port, python=PYTHON, tp_size=2, nnodes=2, use_ray=True)
@@ -315,4 +416,6 @@ def test_driver_refuses_before_starting_anything(cluster, models, tmp_path):
     assert not list(probe.glob("probe-*.jsonl"))  # no scheduler process ever created a group
     for root in (tmp_path / "audit", tmp_path / "audit-cli"):
         report = load_report(root)
-        assert report.verdict == "fail" and not [p for p in report.processes if p.role.startswith("scheduler")]
+        assert report.verdict == "fail" and not [
+            p for p in report.processes if p.role.startswith("scheduler")
+        ]

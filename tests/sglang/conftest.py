@@ -20,7 +20,9 @@ def sglang_version() -> Version:
 @pytest.fixture
 def plugin_env(tmp_path) -> dict[str, str]:
     """Environment for processes that should run SGLang with the plugin enabled."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
     env["SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"] = "1"
     env["SGLANG_EAGLE_NCCL_AUDIT_DIR"] = str(tmp_path / "audit")
     return env

@@ -61,7 +61,10 @@ def _newer_release(patch_set: patchsets.PatchSet) -> str:
     """A release this patch set still selects but was never proven on (0.5.99; x.y.z.post99 for a set
     with an upper bound)."""
     proven = Version(patch_set.tested_through)
-    for candidate in (f"{proven.major}.{proven.minor}.99", f"{proven.base_version}.post{(proven.post or 0) + 99}"):
+    for candidate in (
+        f"{proven.major}.{proven.minor}.99",
+        f"{proven.base_version}.post{(proven.post or 0) + 99}",
+    ):
         if patch_set.contains(Version(candidate)) and Version(candidate) > proven:
             return candidate
     raise AssertionError(f"no untested release inside {patch_set.id} ({patch_set.versions})")
@@ -97,7 +100,9 @@ def damaged_sglang(tmp_path_factory) -> tuple[str, str, list[str]]:
     selection = patchsets.select(dist_version("sglang"))
     claimed = _newer_release(selection.patch_set)
     (dist,) = installed.glob("sglang-*.dist-info")
-    meta = re.sub(r"^Version: .*$", f"Version: {claimed}", (dist / "METADATA").read_text("utf-8"), count=1, flags=re.M)
+    meta = re.sub(
+        r"^Version: .*$", f"Version: {claimed}", (dist / "METADATA").read_text("utf-8"), count=1, flags=re.M
+    )
     (site / f"sglang-{claimed}.dist-info").mkdir()
     (site / f"sglang-{claimed}.dist-info" / "METADATA").write_text(meta, "utf-8")
     # The copy differs from the wheel in this one target, as the plugin's own source check sees it.
@@ -120,18 +125,31 @@ def model_dir(tmp_path_factory) -> str:
 
 
 def _command(mode: str, allow: bool, model: str) -> tuple[list[str], dict[str, str]]:
-    server = cpu.server_cmd(model, port=cpu.free_port(), tp_size=1)[3:]  # without "python -m sglang.launch_server"
+    server = cpu.server_cmd(model, port=cpu.free_port(), tp_size=1)[
+        3:
+    ]  # without "python -m sglang.launch_server"
     if mode == "launch":
-        return [EXE, "launch", "--profile", "pcie-8gpu", *(["--allow-partial"] if allow else []), "--", *server], {}
+        return [
+            EXE,
+            "launch",
+            "--profile",
+            "pcie-8gpu",
+            *(["--allow-partial"] if allow else []),
+            "--",
+            *server,
+        ], {}
     if mode == "flag":
         # SGLang's own CLI carries the profile and the choice; no variable where SGLang loads the
         # plugin itself, the bare gate before that (README).
         flags = ["--nccl-profile", "pcie-8gpu", *(["--nccl-allow-partial"] if allow else [])]
         return [sys.executable, "-W", "ignore", "-m", "sglang.launch_server", *server, *flags], (
-            {} if NATIVE else {"SGLANG_EAGLE_NCCL": "1"})
+            {} if NATIVE else {"SGLANG_EAGLE_NCCL": "1"}
+        )
     if mode == "gate+flag":
         flags = ["--nccl-allow-partial"] if allow else []
-        return [sys.executable, "-W", "ignore", "-m", "sglang.launch_server", *server, *flags], {"SGLANG_EAGLE_NCCL": "pcie-8gpu"}
+        return [sys.executable, "-W", "ignore", "-m", "sglang.launch_server", *server, *flags], {
+            "SGLANG_EAGLE_NCCL": "pcie-8gpu"
+        }
     env = {"SGLANG_EAGLE_NCCL": "pcie-8gpu", **({"SGLANG_EAGLE_NCCL_ALLOW_PARTIAL": "1"} if allow else {})}
     if mode == "hook_registry":
         env["SGLANG_EAGLE_NCCL_MECHANISM"] = "hook_registry"
@@ -180,16 +198,22 @@ def _stop_session(proc: subprocess.Popen) -> None:
         time.sleep(0.5)
 
 
-def _run_until_decided(cmd: list[str], env: dict[str, str], audit_root: Path, log: Path) -> tuple[int | None, str]:
+def _run_until_decided(
+    cmd: list[str], env: dict[str, str], audit_root: Path, log: Path
+) -> tuple[int | None, str]:
     """Run until the process exits, or SGLang's launcher has run ``_set_envs_and_config`` and a process
     it spawned has imported SGLang under the same decision; then stop it."""
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.monotonic() + DEADLINE_S
-            while proc.poll() is None and not (_launcher_records(audit_root) and _children_with_sglang(audit_root)):
+            while proc.poll() is None and not (
+                _launcher_records(audit_root) and _children_with_sglang(audit_root)
+            ):
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"neither refused nor launched within {DEADLINE_S:.0f}s:\n{log.read_text()[-4000:]}")
+                    raise AssertionError(
+                        f"neither refused nor launched within {DEADLINE_S:.0f}s:\n{log.read_text()[-4000:]}"
+                    )
                 time.sleep(1)
         finally:
             code = proc.poll()
@@ -224,7 +248,9 @@ def test_strict_refuses_and_names_the_missing_target(plugin_env, damaged_sglang,
 
 
 @pytest.mark.parametrize("mode", ALLOW_MODES)
-def test_allow_partial_runs_and_the_audit_marks_the_target_uncovered(plugin_env, damaged_sglang, model_dir, tmp_path, mode):
+def test_allow_partial_runs_and_the_audit_marks_the_target_uncovered(
+    plugin_env, damaged_sglang, model_dir, tmp_path, mode
+):
     site, claimed, missing = damaged_sglang
     cmd, extra = _command(mode, True, model_dir)
     audit_root = Path(plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"])
@@ -251,9 +277,15 @@ def test_allow_partial_runs_and_the_audit_marks_the_target_uncovered(plugin_env,
         assert set(missing) <= {u["target"] for u in child.first("patch_set")["uncovered"]}
         assert REMOVED not in {r["target"] for r in child.events("hook_installed")}
     # Said on stderr, naming the target, without claiming every required target was found.
-    said = [ln for ln in output.splitlines() if ln.startswith(f"[sglang-eagle-nccl] SGLang {claimed} is newer than")]
+    said = [
+        ln
+        for ln in output.splitlines()
+        if ln.startswith(f"[sglang-eagle-nccl] SGLang {claimed} is newer than")
+    ]
     assert said and (
-        f"; running with {len(missing)} required hook target(s) missing (allow_partial): {', '.join(missing)}" in said[0]), said
+        f"; running with {len(missing)} required hook target(s) missing (allow_partial): {', '.join(missing)}"
+        in said[0]
+    ), said
     assert "all required targets were found" not in output
     # The audit shows it: a warning on the launcher, never a clean pass.
     report = load_report(_launch_dir(audit_root, launcher))

@@ -43,7 +43,9 @@ def test_every_real_group_described_at_creation_without_error(ranks, sglang_vers
         described = r["at_creation"]
         names = [d["group"] for d in described]
         assert names[0] == "world" and "tp" in names, names
-        assert {d["unique_name"] for d in described} == set(r["after_init"]), "every registered group was described"
+        assert {d["unique_name"] for d in described} == set(r["after_init"]), (
+            "every registered group was described"
+        )
         for d in described:
             assert d["error"] is None, (d["unique_name"], d["error"])
             assert d["sglang_version"] == str(sglang_version)
@@ -53,7 +55,9 @@ def test_every_real_group_described_at_creation_without_error(ranks, sglang_vers
             assert d["implementations"]["custom_allreduce"]["enabled"] is False
             assert d["implementations"]["custom_allreduce"]["why_not"]
             assert "CPU device" in d["summary"] or d["world_size"] == 1
-            assert [s["path"] for s in d["order"]] == [s.path for s in ap.dispatch_for(str(sglang_version)).order]
+            assert [s["path"] for s in d["order"]] == [
+                s.path for s in ap.dispatch_for(str(sglang_version)).order
+            ]
         for lines in r["lines"]:
             assert lines[0].startswith("all-reduce paths of group")
 
@@ -72,7 +76,10 @@ def test_pynccl_created_but_unavailable_on_multi_rank_groups(ranks):
         for d in r["at_creation"]:
             if d["world_size"] == 1:
                 assert d["summary"].startswith("one rank")
-                assert d["implementations"]["pynccl"]["present"] is False or d["implementations"]["pynccl"]["enabled"] is False
+                assert (
+                    d["implementations"]["pynccl"]["present"] is False
+                    or d["implementations"]["pynccl"]["enabled"] is False
+                )
 
 
 def test_reads_the_values_the_real_cpu_communicators_hold(ranks, sglang_version):
@@ -107,7 +114,10 @@ def test_reads_the_values_the_real_cpu_communicators_hold(ranks, sglang_version)
             assert tsm.startswith("constructor raised on CPU") and "cuda" in tsm.lower(), tsm
             assert d["implementations"]["torch_symm_mem"]["present"] is False
         elif sglang_version >= Version("0.5.3"):
-            assert tsm["class"] in ("TorchSymmMemCommunicator", "SymmMemCommunicator") and tsm["disabled"] is True
+            assert (
+                tsm["class"] in ("TorchSymmMemCommunicator", "SymmMemCommunicator")
+                and tsm["disabled"] is True
+            )
             impl = d["implementations"]["torch_symm_mem"]
             assert impl["present"] is True and impl["enabled"] is False
             # 0.5.16+ set max_size = 0 before returning; older releases set nothing: read as it is.
@@ -154,7 +164,10 @@ def test_custom_allreduce_limits_match_installed_sglang(sglang_version):
 def test_torch_symm_mem_limits_match_installed_sglang(sglang_version):
     from sglang.srt.distributed.device_communicators import all_reduce_utils
 
-    table = getattr(all_reduce_utils, "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES", None) or all_reduce_utils.SYMM_MEM_ALL_REDUCE_MAX_SIZES
+    table = (
+        getattr(all_reduce_utils, "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES", None)
+        or all_reduce_utils.SYMM_MEM_ALL_REDUCE_MAX_SIZES
+    )
     lim = ap.limits_for("torch_symm_mem", str(sglang_version))
     assert sorted(table) == lim["capabilities"]
     for cap in lim["capabilities"]:
@@ -178,8 +191,15 @@ def test_pcie_ipc_limits_match_installed_sglang(sglang_version):
 
 
 # Names SGLang gives its out-of-place methods -> the data file's path names.
-_METHODS = {"ca": "custom_allreduce", "qr": "quick_allreduce", "pymscclpp": "mscclpp", "symm_mem": "torch_symm_mem",
-            "torch_symm_mem": "torch_symm_mem", "pcie_ipc": "pcie_ipc", "pynccl": "pynccl_piecewise"}
+_METHODS = {
+    "ca": "custom_allreduce",
+    "qr": "quick_allreduce",
+    "pymscclpp": "mscclpp",
+    "symm_mem": "torch_symm_mem",
+    "torch_symm_mem": "torch_symm_mem",
+    "pcie_ipc": "pcie_ipc",
+    "pynccl": "pynccl_piecewise",
+}
 
 
 def _methods_in_source_order(func) -> list[str]:
@@ -192,7 +212,9 @@ def _methods_in_source_order(func) -> list[str]:
         value = None
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant):
             value = node.value
-        elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "outplace_all_reduce_method" for t in node.targets):
+        elif isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "outplace_all_reduce_method" for t in node.targets
+        ):
             value = node.value if isinstance(node.value, ast.Constant) else None
         if value is not None and isinstance(value.value, str) and value.value in _METHODS:
             found.append((value.lineno, _METHODS[value.value]))
@@ -202,14 +224,24 @@ def _methods_in_source_order(func) -> list[str]:
 def test_order_matches_installed_group_coordinator_source(sglang_version):
     from sglang.srt.distributed.parallel_state import GroupCoordinator
 
-    func = getattr(GroupCoordinator, "_resolve_outplace_all_reduce_method", None) or GroupCoordinator.all_reduce
+    func = (
+        getattr(GroupCoordinator, "_resolve_outplace_all_reduce_method", None) or GroupCoordinator.all_reduce
+    )
     in_source = _methods_in_source_order(func)
     ours = [s.path for s in ap.dispatch_for(str(sglang_version)).order if s.path in set(_METHODS.values())]
     assert in_source == ours
     # The symmetric-memory PyNccl step precedes them all, as the data says.
     src = inspect.getsource(GroupCoordinator.all_reduce)
-    symm = "is_symmetric_memory_enabled()" if sglang_version >= Version("0.5.4.post3") else "input_.symmetric_memory"
-    first_method = "_resolve_outplace_all_reduce_method(" if "_resolve_outplace_all_reduce_method(" in src else "outplace_all_reduce_method = None"
+    symm = (
+        "is_symmetric_memory_enabled()"
+        if sglang_version >= Version("0.5.4.post3")
+        else "input_.symmetric_memory"
+    )
+    first_method = (
+        "_resolve_outplace_all_reduce_method("
+        if "_resolve_outplace_all_reduce_method(" in src
+        else "outplace_all_reduce_method = None"
+    )
     assert src.index(symm) < src.index(first_method)
 
 

@@ -30,8 +30,14 @@ def _env(plugin_env: dict[str, str], **policy: str) -> dict[str, str]:
     from sglang_eagle_nccl.offline.launch.preflight import cpu_rank_env
 
     env = {"SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS": "1", **cpu_rank_env(2)}
-    env.update(launcher_env("pcie-8gpu", plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"],
-                            consistency_timeout_s=str(CHECK_TIMEOUT), **policy))
+    env.update(
+        launcher_env(
+            "pcie-8gpu",
+            plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"],
+            consistency_timeout_s=str(CHECK_TIMEOUT),
+            **policy,
+        )
+    )
     return env
 
 
@@ -71,8 +77,11 @@ def test_peer_stuck_inside_the_check_fails_the_others_within_the_timeout(plugin_
     # The world group, checked before, agreed on both ranks.
     assert {r["group"] for r in _records(report, "consistency_ok") if len(r["ranks"]) == 2} == {"world"}
     assert report.verdict == "fail"
-    assert any(f"ranks disagree in group 'tp' (consistency=error): {failed['error']}" in n
-               for p in report.processes for n in p.notes)
+    assert any(
+        f"ranks disagree in group 'tp' (consistency=error): {failed['error']}" in n
+        for p in report.processes
+        for n in p.notes
+    )
 
 
 def test_warn_lets_ranks_continue_and_the_audit_shows_the_mismatch(plugin_env):

@@ -34,8 +34,13 @@ def test_custom_script_gets_the_flags_with_the_gate(plugin_env, tmp_path):
     from sglang_eagle_nccl.inproc.preflight_rank import write_tiny_config
 
     model = write_tiny_config(str(tmp_path / "model"))
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(CUSTOM), model], capture_output=True,
-                          text=True, env=dict(plugin_env, SGLANG_EAGLE_NCCL="1"), timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", textwrap.dedent(CUSTOM), model],
+        capture_output=True,
+        text=True,
+        env=dict(plugin_env, SGLANG_EAGLE_NCCL="1"),
+        timeout=300,
+    )
     assert "PARSED" in proc.stdout, proc.stderr[-3000:]
     out = json.loads(proc.stdout.split("PARSED ", 1)[1].splitlines()[0])
     assert out == {"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL", "active": True, "profile": "pcie-8gpu+flags"}
@@ -45,15 +50,22 @@ def test_custom_script_without_the_gate_gets_sglangs_argparse_error(plugin_env, 
     from sglang_eagle_nccl.inproc.preflight_rank import write_tiny_config
 
     model = write_tiny_config(str(tmp_path / "model"))
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(CUSTOM), model], capture_output=True,
-                          text=True, env=plugin_env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", textwrap.dedent(CUSTOM), model],
+        capture_output=True,
+        text=True,
+        env=plugin_env,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "unrecognized arguments: --nccl-profile" in proc.stderr
 
 
 @pytest.mark.parametrize("module", BENCH)
 def test_benchmark_scripts_list_the_flags_with_the_gate(plugin_env, module):
     cmd = [sys.executable, "-W", "ignore", "-m", module, "--help"]
-    gated = subprocess.run(cmd, capture_output=True, text=True, env=dict(plugin_env, SGLANG_EAGLE_NCCL="1"), timeout=300)
+    gated = subprocess.run(
+        cmd, capture_output=True, text=True, env=dict(plugin_env, SGLANG_EAGLE_NCCL="1"), timeout=300
+    )
     assert gated.returncode == 0, gated.stderr[-2000:]
     assert "--nccl-profile" in gated.stdout and "--nccl-env" in gated.stdout
     plain = subprocess.run(cmd, capture_output=True, text=True, env=plugin_env, timeout=300)

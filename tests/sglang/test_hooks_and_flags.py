@@ -21,7 +21,13 @@ WRAPT_SERIES_VAR = "SGLANG_EAGLE_NCCL_TEST_WRAPT"
 
 
 def _run(code: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
 
 
 INSPECT = """
@@ -77,7 +83,10 @@ def test_hooks_installed_on_real_modules_and_hot_path_untouched(plugin_env, sgla
     assert out["hot_unchanged"] and out["hot_wrapped"] == [], out
     # The launch flags are added with wrapt in an enabled launch's root on every version, because
     # custom scripts and SGLang's benchmark scripts parse server arguments without load_plugins().
-    cli = {"sglang.srt.server_args:ServerArgs.add_cli_args", "sglang.srt.server_args:ServerArgs.from_cli_args"}
+    cli = {
+        "sglang.srt.server_args:ServerArgs.add_cli_args",
+        "sglang.srt.server_args:ServerArgs.from_cli_args",
+    }
     sglang_targets = {t: m for t, m in out["installed"].items() if t.startswith("sglang.") and t not in cli}
     if mechanism == "hook_registry":
         # The registry gets module-level functions; class members are wrapped in place (its
@@ -144,23 +153,51 @@ def test_sglang_serve_help_lists_flags(plugin_env, sglang_version):
 @pytest.mark.parametrize(
     "args,fragment,fix",
     [
-        (["--nccl-env", "NCCL_BUFFSIZE=4M"], "NCCL_BUFFSIZE='4M'", "write the byte count, e.g. NCCL_BUFFSIZE=4194304"),
-        pytest.param(["--nccl-profile", "no-such-profile"], "no built-in profile",
-                     "use a built-in profile (audit-only, debug, pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file",
-                     marks=pytest.mark.newest_only),
-        pytest.param(["--nccl-env", "LD_PRELOAD=libx.so"], "NCCL_* and TORCH_NCCL_*",
-                     "set other variables in your shell or service definition, not in an NCCL profile",
-                     marks=pytest.mark.newest_only),
-        pytest.param(["--nccl-env", "NCCL_PROTO"], "KEY=VALUE", "write NCCL_PROTO=<value>, e.g. --nccl-env NCCL_PROTO=LL",
-                     marks=pytest.mark.newest_only),
+        (
+            ["--nccl-env", "NCCL_BUFFSIZE=4M"],
+            "NCCL_BUFFSIZE='4M'",
+            "write the byte count, e.g. NCCL_BUFFSIZE=4194304",
+        ),
+        pytest.param(
+            ["--nccl-profile", "no-such-profile"],
+            "no built-in profile",
+            "use a built-in profile (audit-only, debug, pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file",
+            marks=pytest.mark.newest_only,
+        ),
+        pytest.param(
+            ["--nccl-env", "LD_PRELOAD=libx.so"],
+            "NCCL_* and TORCH_NCCL_*",
+            "set other variables in your shell or service definition, not in an NCCL profile",
+            marks=pytest.mark.newest_only,
+        ),
+        pytest.param(
+            ["--nccl-env", "NCCL_PROTO"],
+            "KEY=VALUE",
+            "write NCCL_PROTO=<value>, e.g. --nccl-env NCCL_PROTO=LL",
+            marks=pytest.mark.newest_only,
+        ),
     ],
 )
-def test_bad_launch_flags_exit_2_before_anything_starts(plugin_env, tmp_path, sglang_version, args, fragment, fix):
+def test_bad_launch_flags_exit_2_before_anything_starts(
+    plugin_env, tmp_path, sglang_version, args, fragment, fix
+):
     assert fix not in " ".join(args)  # the plugin's own fix, not the flag echoed back
     env = dict(plugin_env) if sglang_version.release >= NATIVE else dict(plugin_env, SGLANG_EAGLE_NCCL="1")
     proc = subprocess.run(
-        [sys.executable, "-W", "ignore", "-m", "sglang.launch_server", "--model-path", str(tmp_path / "none"), *args],
-        capture_output=True, text=True, env=env, timeout=300,
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            str(tmp_path / "none"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
     assert fragment in proc.stderr and f"Fix: {fix}" in proc.stderr, proc.stderr[-2000:]

@@ -18,12 +18,29 @@ def _two_nodes(plugin_env, tmp_path, node_args: dict[int, list[str]], profile: s
     procs = {}
     for node in (0, 1):
         cmd = [
-            EXE, "preflight", "--tp", "2", "--nnodes", "2", "--node-rank", str(node),
-            "--dist-init-addr", f"127.0.0.1:{port}", "--profile", profile,
-            "--audit-dir", str(tmp_path / f"node{node}"), "--timeout", "240", "--json", *node_args.get(node, []),
+            EXE,
+            "preflight",
+            "--tp",
+            "2",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            str(node),
+            "--dist-init-addr",
+            f"127.0.0.1:{port}",
+            "--profile",
+            profile,
+            "--audit-dir",
+            str(tmp_path / f"node{node}"),
+            "--timeout",
+            "240",
+            "--json",
+            *node_args.get(node, []),
         ]
         env = dict(plugin_env, SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT="30")
-        procs[node] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        procs[node] = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
     out = {}
     for node, p in procs.items():
         stdout, stderr = p.communicate(timeout=300)
@@ -33,7 +50,9 @@ def _two_nodes(plugin_env, tmp_path, node_args: dict[int, list[str]], profile: s
 
 def test_node_local_variables_may_differ_between_nodes(plugin_env, tmp_path):
     prof = tmp_path / "nodes.toml"
-    prof.write_text('extends = "pcie-8gpu"\n[nodes.0.env]\nNCCL_SOCKET_IFNAME = "lo"\n[nodes.1.env]\nNCCL_SOCKET_IFNAME = "eth0"\n')
+    prof.write_text(
+        'extends = "pcie-8gpu"\n[nodes.0.env]\nNCCL_SOCKET_IFNAME = "lo"\n[nodes.1.env]\nNCCL_SOCKET_IFNAME = "eth0"\n'
+    )
     out = _two_nodes(plugin_env, tmp_path, {}, str(prof))
     for node in (0, 1):
         code, data, err = out[node]
@@ -57,5 +76,9 @@ def test_must_match_variable_differing_between_nodes_fails_on_both(plugin_env, t
         assert code == 1, err[-3000:]
         (rank,) = data["ranks"]
         assert rank["status"] == "error"
-        assert "NCCL_ALGO differs" in rank["message"] and "'Ring'" in rank["message"] and "'Tree'" in rank["message"]
+        assert (
+            "NCCL_ALGO differs" in rank["message"]
+            and "'Ring'" in rank["message"]
+            and "'Tree'" in rank["message"]
+        )
         assert data["audit"]["verdict"] == "fail"

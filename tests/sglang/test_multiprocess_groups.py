@@ -19,7 +19,9 @@ def _env(plugin_env, profile: str) -> dict[str, str]:
     from sglang_eagle_nccl.offline.launch.preflight import cpu_rank_env
 
     env = {"SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS": "1", **cpu_rank_env(2)}
-    env.update(launcher_env(profile, plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"], consistency_timeout_s=CHECK_TIMEOUT))
+    env.update(
+        launcher_env(profile, plugin_env["SGLANG_EAGLE_NCCL_AUDIT_DIR"], consistency_timeout_s=CHECK_TIMEOUT)
+    )
     return env
 
 
@@ -27,7 +29,10 @@ def test_all_groups_audited_and_node_local_differences_pass(plugin_env, tmp_path
     results = run_ranks(
         2,
         base_env=_env(plugin_env, "pcie-8gpu"),
-        per_rank_env={0: {"NCCL_SOCKET_IFNAME": "lo"}, 1: {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "=mlx5_1"}},
+        per_rank_env={
+            0: {"NCCL_SOCKET_IFNAME": "lo"},
+            1: {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "=mlx5_1"},
+        },
     )
     assert [results[r]["status"] for r in (0, 1)] == ["ok", "ok"], [results[r].get("tb") for r in results]
     report = load_report(tmp_path / "audit")
@@ -80,14 +85,18 @@ def test_rank_dying_during_the_check_gives_clear_error_on_the_others(plugin_env,
     r0 = results[0]
     assert r0["status"] == "error" and r0["type"] == "ConsistencyError", r0
     assert "SGLang group 'tp'" in r0["message"]
-    assert "peer rank" in r0["message"] or "did not answer" in r0["message"] or "not every rank" in r0["message"]
+    assert (
+        "peer rank" in r0["message"] or "did not answer" in r0["message"] or "not every rank" in r0["message"]
+    )
     # Never a hang: rank 0 reported (run_ranks gives up after its own deadline otherwise).
 
 
 @pytest.mark.parametrize("group", ["tp"])
 def test_per_group_override_reaches_eager_pynccl_and_audit_is_honest_about_torch(plugin_env, tmp_path, group):
     prof = tmp_path / "groups.toml"
-    prof.write_text(f'extends = "pcie-8gpu"\n[groups.{group}.env]\nNCCL_ALGO = "Tree"\nNCCL_PROTO = "Simple"\n')
+    prof.write_text(
+        f'extends = "pcie-8gpu"\n[groups.{group}.env]\nNCCL_ALGO = "Tree"\nNCCL_PROTO = "Simple"\n'
+    )
     results = run_ranks(2, base_env=_env(plugin_env, str(prof)))
     assert [results[r]["status"] for r in (0, 1)] == ["ok", "ok"], results
     report = load_report(tmp_path / "audit")

@@ -84,7 +84,10 @@ def model_dir(tmp_path_factory) -> str:
 def _run(env: dict[str, str], model: str, mode: str, extra_args: list[str]) -> tuple[dict, str]:
     proc = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", textwrap.dedent(SCRIPT), model, mode, *extra_args],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert proc.returncode == 0 and "RESULT " in proc.stdout, proc.stderr[-4000:]
     return json.loads(proc.stdout.split("RESULT ", 1)[1].splitlines()[0]), proc.stderr
@@ -136,7 +139,12 @@ def test_sglang_write_is_reported_and_profile_restored(plugin_env, model_dir, sg
     # ... and the plugin put the profile back, saying so in the audit and on stderr.
     restored = launcher.first("env_restored")
     overwrites = {o["name"]: o for o in restored["overwrites"]}
-    assert overwrites[VAR] == {"name": VAR, "profile_value": PROFILE_VALUE, "foreign_value": "1", "restored": True}
+    assert overwrites[VAR] == {
+        "name": VAR,
+        "profile_value": PROFILE_VALUE,
+        "foreign_value": "1",
+        "restored": True,
+    }
     assert restored["env"][VAR] == PROFILE_VALUE
     assert {k: restored["env"].get(k) for k in out["expected"]} == out["expected"]
     assert f"SGLang set {VAR}=1 (was {PROFILE_VALUE})" in stderr
@@ -148,8 +156,10 @@ def test_sglang_write_is_reported_and_profile_restored(plugin_env, model_dir, sg
             assert name not in overwrites and out["after"].get(name) == w["after"], (name, w)
     # The report surfaces the write as SGLang's, in the launcher.
     report = load_report(Path(env["SGLANG_EAGLE_NCCL_AUDIT_DIR"]))
-    assert any(w["name"] == VAR and w["where"] == "_set_envs_and_config" and w["pid"] == launcher.pid
-               for w in report.sglang_writes), report.sglang_writes
+    assert any(
+        w["name"] == VAR and w["where"] == "_set_envs_and_config" and w["pid"] == launcher.pid
+        for w in report.sglang_writes
+    ), report.sglang_writes
 
 
 @pytest.mark.newest_only  # the policy is the plugin's, the same on every release; the hook it rides on is proven above
@@ -166,7 +176,12 @@ def test_sglang_wins_keeps_sglangs_value(plugin_env, model_dir):
     assert _set_envs_writes(launcher)[VAR]["after"] == "1"
     restored = launcher.first("env_restored")
     overwrites = {o["name"]: o for o in restored["overwrites"]}
-    assert overwrites[VAR] == {"name": VAR, "profile_value": PROFILE_VALUE, "foreign_value": "1", "restored": False}
+    assert overwrites[VAR] == {
+        "name": VAR,
+        "profile_value": PROFILE_VALUE,
+        "foreign_value": "1",
+        "restored": False,
+    }
     assert restored["env"][VAR] == "1"
     assert f"kept SGLang's {VAR}=1 over the profile's {PROFILE_VALUE} (policy sglang_wins)" in stderr
     assert f"restored {VAR}=" not in stderr

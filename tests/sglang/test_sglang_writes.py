@@ -29,8 +29,18 @@ import pytest
 from sglang_eagle_nccl.offline.audit.judge import load_report
 from sglang_eagle_nccl.offline.audit.read import read_launch
 
-ARGS = ["--tp-size", "2", "--enable-deterministic-inference", "--device", "cpu", "--load-format", "dummy",
-        "--skip-tokenizer-init", "--attention-backend", "triton"]
+ARGS = [
+    "--tp-size",
+    "2",
+    "--enable-deterministic-inference",
+    "--device",
+    "cpu",
+    "--load-format",
+    "dummy",
+    "--skip-tokenizer-init",
+    "--attention-backend",
+    "triton",
+]
 
 SCRIPT = """
     import json, os, sys
@@ -62,7 +72,9 @@ def model_dir(tmp_path_factory) -> str:
 
 def _resolve(env: dict, model: str, *, launch: bool = False) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-W", "ignore", "-c", textwrap.dedent(SCRIPT), model, json.dumps(ARGS)]
-    return subprocess.run(argv + (["launch"] if launch else []), capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        argv + (["launch"] if launch else []), capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def _printed(proc: subprocess.CompletedProcess, tag: str) -> dict:
@@ -83,7 +95,10 @@ def test_profile_overriding_deterministic_writes_is_refused(plugin_env, model_di
     err = proc.stderr
     assert "CorrectnessConflict" in err  # raised to the script that resolved the arguments
     assert "SGLang sets these NCCL variables for correctness" in err
-    assert "NCCL_ALGO: SGLang sets 'allreduce:tree' for --enable-deterministic-inference; the profile sets 'Ring'" in err
+    assert (
+        "NCCL_ALGO: SGLang sets 'allreduce:tree' for --enable-deterministic-inference; the profile sets 'Ring'"
+        in err
+    )
     # The fix names every conflicting variable the seed profile sets, in each form a user can write it.
     conflicts = [k for k in written if k in ("NCCL_ALGO", "NCCL_MAX_NCHANNELS")]
     assert f"SGLANG_EAGLE_NCCL_SGLANG_WINS={','.join(conflicts)}" in err
@@ -98,10 +113,23 @@ def _free_port() -> int:
 
 def test_sglang_server_cli_refuses_with_exit_2(plugin_env, model_dir):
     """SGLang's own launcher with the same arguments: exit 2 before anything starts, the conflict on stderr."""
-    argv = [sys.executable, "-W", "ignore", "-m", "sglang.launch_server", "--model-path", model_dir, *ARGS,
-            "--host", "127.0.0.1", "--port", str(_free_port())]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(plugin_env, SGLANG_EAGLE_NCCL="pcie-8gpu"),
-                          timeout=300)
+    argv = [
+        sys.executable,
+        "-W",
+        "ignore",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        model_dir,
+        *ARGS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(_free_port()),
+    ]
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, env=dict(plugin_env, SGLANG_EAGLE_NCCL="pcie-8gpu"), timeout=300
+    )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "NCCL_ALGO: SGLang sets 'allreduce:tree' for --enable-deterministic-inference" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -116,7 +144,9 @@ def test_sglang_wins_keeps_sglangs_values_and_the_audit_says_so(plugin_env, mode
     for name, sglang_value in sglang_sets.items():
         # SGLang's value wherever it wrote one (kept by sglang_wins); the profile's elsewhere
         # (SGLang < 0.5.18 does not pin the channel count).
-        assert after[name] == (sglang_value if sglang_value is not None else {"NCCL_MAX_NCHANNELS": "16"}.get(name)), name
+        assert after[name] == (
+            sglang_value if sglang_value is not None else {"NCCL_MAX_NCHANNELS": "16"}.get(name)
+        ), name
     # The write is reported as SGLang's, during argument resolution.
     assert "SGLang set NCCL_ALGO=allreduce:tree while resolving its server arguments" in proc.stderr
     # ... and SGLang's launcher keeps it: the children inherit SGLang's value, not the profile's.

@@ -30,7 +30,13 @@ class Device(Stored):
 
 def group(**attrs) -> Stored:
     """A two-rank tp group on a CUDA device; ``attrs`` add or replace attributes."""
-    base = {"unique_name": "tp:3", "world_size": 2, "rank": 1, "rank_in_group": 1, "device": Device(type="cuda")}
+    base = {
+        "unique_name": "tp:3",
+        "world_size": 2,
+        "rank": 1,
+        "rank_in_group": 1,
+        "device": Device(type="cuda"),
+    }
     base.update(attrs)
     return Stored(**base)
 
@@ -38,10 +44,18 @@ def group(**attrs) -> Stored:
 def full_gpu_group(**over) -> Stored:
     """What SGLang 0.5.x builds for tp on two NVLink GPUs: custom all-reduce on, PyNccl available."""
     attrs = dict(
-        ca_comm=CustomAllreduce(disabled=False, max_size=8 * MiB, full_nvlink=True), use_custom_allreduce=True,
-        pcie_ipc_comm=None, pymscclpp_comm=None, use_mscclpp=False, torch_symm_mem_comm=None,
-        use_torch_symm_mem_all_reduce=False, pynccl_comm=Stored(available=True), use_pynccl=True,
-        is_symmetric_memory_enabled=lambda: False, _fi_workspace_hint=None, device_group=object(),
+        ca_comm=CustomAllreduce(disabled=False, max_size=8 * MiB, full_nvlink=True),
+        use_custom_allreduce=True,
+        pcie_ipc_comm=None,
+        pymscclpp_comm=None,
+        use_mscclpp=False,
+        torch_symm_mem_comm=None,
+        use_torch_symm_mem_all_reduce=False,
+        pynccl_comm=Stored(available=True),
+        use_pynccl=True,
+        is_symmetric_memory_enabled=lambda: False,
+        _fi_workspace_hint=None,
+        device_group=object(),
     )
     attrs.update(over)
     return group(**attrs)
@@ -49,9 +63,13 @@ def full_gpu_group(**over) -> Stored:
 
 def tuned(num_mc_blocks=None, override_algo=None) -> CustomAllReduceV2:
     """A CustomAllReduceV2 with SGLang 0.5.20+'s tuned graph / eager tables."""
-    graph = SimpleNamespace(one_shot_push_threshold=64 * 1024, two_shot_push_threshold=4 * MiB,
-                            one_shot_pull_threshold=32 * 1024, two_shot_pull_threshold=2 * MiB,
-                            mc=SimpleNamespace(max_bytes=32 * MiB))
+    graph = SimpleNamespace(
+        one_shot_push_threshold=64 * 1024,
+        two_shot_push_threshold=4 * MiB,
+        one_shot_pull_threshold=32 * 1024,
+        two_shot_pull_threshold=2 * MiB,
+        mc=SimpleNamespace(max_bytes=32 * MiB),
+    )
     eager = SimpleNamespace(one_shot_push_threshold=16 * 1024, two_shot_push_threshold=MiB, mc=None)
     config = SimpleNamespace(graph=graph, eager=eager, num_mc_blocks=num_mc_blocks)
     return CustomAllReduceV2(disabled=False, max_size=16 * MiB, config=config, override_algo=override_algo)

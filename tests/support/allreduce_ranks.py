@@ -49,18 +49,27 @@ def _try_construct(tp: Any) -> dict[str, Any]:
     try:
         from sglang.srt.distributed.device_communicators.pcie_ipc_ar import PcieIpcCommunicator
 
-        attempts.append(("pcie_ipc_comm", lambda: PcieIpcCommunicator(group=tp.device_group, device=tp.device, cpu_group=tp.cpu_group)))
+        attempts.append(
+            (
+                "pcie_ipc_comm",
+                lambda: PcieIpcCommunicator(group=tp.device_group, device=tp.device, cpu_group=tp.cpu_group),
+            )
+        )
     except ImportError:
         built["pcie_ipc_comm"] = "absent in this release"
     try:
         from sglang.srt.distributed.device_communicators.torch_symm_mem import TorchSymmMemCommunicator
 
-        attempts.append(("torch_symm_mem_comm", lambda: TorchSymmMemCommunicator(group=tp.cpu_group, device=tp.device)))
+        attempts.append(
+            ("torch_symm_mem_comm", lambda: TorchSymmMemCommunicator(group=tp.cpu_group, device=tp.device))
+        )
     except ImportError:
         try:  # named SymmMemCommunicator / symm_mem_comm before 0.5.4.post3
             from sglang.srt.distributed.device_communicators.symm_mem import SymmMemCommunicator
 
-            attempts.append(("symm_mem_comm", lambda: SymmMemCommunicator(group=tp.cpu_group, device=tp.device)))
+            attempts.append(
+                ("symm_mem_comm", lambda: SymmMemCommunicator(group=tp.cpu_group, device=tp.device))
+            )
         except ImportError:
             built["torch_symm_mem_comm"] = "absent in this release"
     for attr, make in attempts:
@@ -88,21 +97,42 @@ def _rank(rank: int, world: int, port: int, env: dict[str, str], q: Any) -> None
         from sglang_eagle_nccl.inproc.preflight_rank import init_groups, known_groups
 
         init_groups(
-            rank=rank, world_size=world, local_rank=rank, tp_size=world, dp_attention=False, backend="gloo",
-            init_method=f"tcp://127.0.0.1:{port}", device="cpu", dist_port=port,
+            rank=rank,
+            world_size=world,
+            local_rank=rank,
+            tp_size=world,
+            dp_attention=False,
+            backend="gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            device="cpu",
+            dist_port=port,
         )
         from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import describe_group, format_paths
 
         later = {d["unique_name"]: d for d in (describe_group(g) for g in known_groups())}
         tp = next(g for g in known_groups() if getattr(g, "unique_name", "").startswith("tp:"))
         constructed = _try_construct(tp)
-        q.put({
-            "rank": rank, "status": "ok", "at_creation": described, "after_init": later,
-            "constructed": constructed, "lines": [format_paths(d) for d in described],
-            "elapsed": time.monotonic() - start,
-        })
+        q.put(
+            {
+                "rank": rank,
+                "status": "ok",
+                "at_creation": described,
+                "after_init": later,
+                "constructed": constructed,
+                "lines": [format_paths(d) for d in described],
+                "elapsed": time.monotonic() - start,
+            }
+        )
     except BaseException as exc:  # noqa: BLE001
-        q.put({"rank": rank, "status": "error", "type": type(exc).__name__, "message": str(exc), "tb": traceback.format_exc()})
+        q.put(
+            {
+                "rank": rank,
+                "status": "error",
+                "type": type(exc).__name__,
+                "message": str(exc),
+                "tb": traceback.format_exc(),
+            }
+        )
 
 
 def run(world: int, env: dict[str, str], timeout: float = 240.0) -> dict[int, dict[str, Any]]:

@@ -18,7 +18,9 @@ def ident(pid: int = 100, **machine: Any) -> dict[str, Any]:
     return {**HOST, **machine, "pid": pid, "start": f"{1000 + pid}"}
 
 
-def rec(event: str, pid: int = 100, role: str = "child", machine: dict[str, Any] | None = None, **fields: Any) -> dict:
+def rec(
+    event: str, pid: int = 100, role: str = "child", machine: dict[str, Any] | None = None, **fields: Any
+) -> dict:
     """One audit record as AuditWriter writes it (common fields and identity included)."""
     return {"event": event, "ts": 1.0, "role": role, **ident(pid, **(machine or {})), **fields}
 

@@ -15,7 +15,19 @@ _CI = str(REPO / "ci")
 if _CI not in sys.path:
     sys.path.append(_CI)  # appended: nothing in ci/ may shadow an installed module
 
-gpu_check = SimpleNamespace(**{
-    name: importlib.import_module(f"gpu_check.{name}")
-    for name in ("common", "procs", "environment", "context", "steps", "native_step", "judging", "report", "cli")
-})
+gpu_check = SimpleNamespace(
+    **{
+        name: importlib.import_module(f"gpu_check.{name}")
+        for name in (
+            "common",
+            "procs",
+            "environment",
+            "context",
+            "steps",
+            "native_step",
+            "judging",
+            "report",
+            "cli",
+        )
+    }
+)

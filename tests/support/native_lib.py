@@ -22,5 +22,7 @@ def session_library(tmp_dir: Path) -> library.NativeLibrary:
     out = tmp_dir / build.LIBRARY_NAME
     info = build.compile_library(out)
     if not info.built:
-        pytest.skip(f"no native library: installed one unavailable ({reason}) and compiling failed ({info.reason})")
+        pytest.skip(
+            f"no native library: installed one unavailable ({reason}) and compiling failed ({info.reason})"
+        )
     return library.load(out)

@@ -75,8 +75,15 @@ def _stall_inside_check(group: str, where: str) -> None:
     consistency.check_group = stalling
 
 
-def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_check: str | None, q: Any,
-          stall_in_check: tuple[str, str] | None = None) -> None:
+def _rank(
+    rank: int,
+    world: int,
+    port: int,
+    extra_env: dict[str, str],
+    die_in_check: str | None,
+    q: Any,
+    stall_in_check: tuple[str, str] | None = None,
+) -> None:
     os.environ.update(extra_env)
     try:
         from sglang_eagle_nccl.inproc.boot import bootstrap
@@ -114,16 +121,34 @@ def _rank(rank: int, world: int, port: int, extra_env: dict[str, str], die_in_ch
 
         start = time.monotonic()
         init_groups(
-            rank=rank, world_size=world, local_rank=rank, tp_size=world, dp_attention=False, backend="gloo",
-            init_method=f"tcp://127.0.0.1:{port}", device="cpu", dist_port=port,
+            rank=rank,
+            world_size=world,
+            local_rank=rank,
+            tp_size=world,
+            dp_attention=False,
+            backend="gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            device="cpu",
+            dist_port=port,
         )
         _report(q, {"rank": rank, "status": "ok", "elapsed": time.monotonic() - start})
         _wait_for_peers()
     except BaseException as exc:  # noqa: BLE001
         now = time.monotonic()
-        _report(q, {"rank": rank, "status": "error", "type": type(exc).__name__, "message": str(exc),
-                    "tb": traceback.format_exc(), "elapsed": now - start if "start" in dir() else None,
-                    "check_elapsed": now - checks_started[-1] if "checks_started" in dir() and checks_started else None})
+        _report(
+            q,
+            {
+                "rank": rank,
+                "status": "error",
+                "type": type(exc).__name__,
+                "message": str(exc),
+                "tb": traceback.format_exc(),
+                "elapsed": now - start if "start" in dir() else None,
+                "check_elapsed": now - checks_started[-1]
+                if "checks_started" in dir() and checks_started
+                else None,
+            },
+        )
 
 
 def _report(q: Any, result: dict[str, Any]) -> None:
@@ -179,8 +204,12 @@ def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str,
     from sglang_eagle_nccl.profile.resolve import resolve
 
     profile = resolve([profile_spec], use_environ=False, policy_flags=policy).profile
-    run_dir = open_launch(audit_root, {"profile": profile.to_dict(), "launcher": "tests/support/rank_runner.py"}, required=True)
-    updates = child_environment(profile, run_dir=run_dir, node_rank=None, environ={}, root_pid=str(os.getpid()))
+    run_dir = open_launch(
+        audit_root, {"profile": profile.to_dict(), "launcher": "tests/support/rank_runner.py"}, required=True
+    )
+    updates = child_environment(
+        profile, run_dir=run_dir, node_rank=None, environ={}, root_pid=str(os.getpid())
+    )
     return {k: v for k, v in updates.items() if v is not None}
 
 
@@ -208,7 +237,9 @@ def run_ranks(
     try:
         for r in range(world):
             die = die_in_check[1] if die_in_check and die_in_check[0] == r else None
-            stall = (stall_in_check[1], stall_in_check[2]) if stall_in_check and stall_in_check[0] == r else None
+            stall = (
+                (stall_in_check[1], stall_in_check[2]) if stall_in_check and stall_in_check[0] == r else None
+            )
             p = ctx.Process(target=_rank, args=(r, world, port, per_rank_env.get(r, {}), die, q, stall))
             p.start()
             procs.append(p)

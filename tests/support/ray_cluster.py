@@ -43,11 +43,16 @@ class RayCluster:
         env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)  # tests/ (support.*)
         # Ray's files (sessions, sockets, its "current cluster" address file) in a directory of this
         # test run, not in the machine-wide /tmp/ray another user's Ray may share.
-        (temp_dir / "ray").mkdir(parents=True, exist_ok=True)  # Ray's default <RAY_TMPDIR>/ray, which it expects
+        (temp_dir / "ray").mkdir(
+            parents=True, exist_ok=True
+        )  # Ray's default <RAY_TMPDIR>/ray, which it expects
         env["RAY_TMPDIR"] = str(temp_dir)
         self.proc = subprocess.Popen(
             [python or sys.executable, "-m", "support.ray_cluster", str(temp_dir / "ray")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
             stderr=open(temp_dir.parent / "ray-cluster.log", "a"),  # noqa: SIM115 - lives as long as the helper
         )
         self.timeout = timeout
@@ -59,7 +64,9 @@ class RayCluster:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"the Ray cluster helper exited (code {self.proc.poll()}); see ray-cluster.log")
+            raise RuntimeError(
+                f"the Ray cluster helper exited (code {self.proc.poll()}); see ray-cluster.log"
+            )
         answer = json.loads(line)
         if "error" in answer:
             raise RuntimeError(f"Ray cluster helper: {answer['error']}")
@@ -99,8 +106,13 @@ class RayCluster:
 
 
 def _node_args(name: str, temp_dir: str, gpus: int = 1) -> dict[str, Any]:
-    return {"num_cpus": 1, "num_gpus": gpus, "resources": {f"node_{name}": 1}, "temp_dir": temp_dir,
-            "object_store_memory": 100 * 1024 * 1024}
+    return {
+        "num_cpus": 1,
+        "num_gpus": gpus,
+        "resources": {f"node_{name}": 1},
+        "temp_dir": temp_dir,
+        "object_store_memory": 100 * 1024 * 1024,
+    }
 
 
 def _serve(temp_dir: str) -> None:
@@ -114,7 +126,10 @@ def _serve(temp_dir: str) -> None:
     def ids() -> dict[str, str]:
         return {name: node.node_id for name, node in nodes.items()}
 
-    print(json.dumps({"address": cluster.address, "nodes": ids(), "started_s": time.monotonic() - started}), flush=True)
+    print(
+        json.dumps({"address": cluster.address, "nodes": ids(), "started_s": time.monotonic() - started}),
+        flush=True,
+    )
     try:
         while True:
             line = sys.stdin.readline()
@@ -127,7 +142,8 @@ def _serve(temp_dir: str) -> None:
                     os.environ.update(command["env"])  # the new raylet (and its workers) inherit it
                     try:
                         nodes[command["name"]] = cluster.add_node(
-                            **_node_args(command["name"], temp_dir, command.get("gpus", 1)))
+                            **_node_args(command["name"], temp_dir, command.get("gpus", 1))
+                        )
                     finally:
                         for k, v in saved.items():
                             if v is None:

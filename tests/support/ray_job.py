@@ -16,8 +16,12 @@ def job_env_vars(probe_dir: Path) -> dict[str, str]:
     """The job's runtime_env env_vars: what SGLang on CPU needs in every actor (stand-ins gate included)
     and the group probe, shipped the way a user ships any module to Ray workers (PYTHONPATH)."""
     probe_dir.mkdir(parents=True, exist_ok=True)
-    return {**run.env_for(2), "PYTHONPATH": str(PROBE_PATH), "SEN_TEST_GROUP_PROBE_DIR": str(probe_dir),
-            "PYTHONWARNINGS": "ignore"}
+    return {
+        **run.env_for(2),
+        "PYTHONPATH": str(PROBE_PATH),
+        "SEN_TEST_GROUP_PROBE_DIR": str(probe_dir),
+        "PYTHONWARNINGS": "ignore",
+    }
 
 
 def driver_env(**extra: str) -> dict[str, str]:

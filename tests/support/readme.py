@@ -22,7 +22,7 @@ def code_block(test_id: str) -> tuple[str, str]:
     if not fence.startswith("```"):
         raise AssertionError(f"the line after {marker!r} does not open a code block: {fence!r}")
     body = []
-    for line in lines[starts[0] + 2:]:
+    for line in lines[starts[0] + 2 :]:
         if line.startswith("```"):
             return fence[3:].strip(), "\n".join(body) + "\n"
         body.append(line)

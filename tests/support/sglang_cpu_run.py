@@ -79,7 +79,7 @@ def omp_threads_bind(tp_size: int, cpus: Sequence[int] | None = None) -> str | N
     per_rank = len(cpus) // tp_size
     if per_rank == 0:
         raise ValueError(f"TP={tp_size} needs at least {tp_size} CPUs; this process may use {len(cpus)}")
-    groups = [cpus[r * per_rank:(r + 1) * per_rank] for r in range(tp_size)]
+    groups = [cpus[r * per_rank : (r + 1) * per_rank] for r in range(tp_size)]
     return "|".join(",".join(str(c) for c in group) for group in groups)
 
 
@@ -106,8 +106,9 @@ def env_for(tp_size: int, *, standins: bool = True, torch_compile: bool = False)
     return extra
 
 
-def full_env(tp_size: int, base: Mapping[str, str] | None = None, *, torch_compile: bool = False,
-             **overrides: str) -> dict[str, str]:
+def full_env(
+    tp_size: int, base: Mapping[str, str] | None = None, *, torch_compile: bool = False, **overrides: str
+) -> dict[str, str]:
     """A complete environment for a child process: ``base`` (default ``os.environ``) plus ``env_for``,
     without a stale ``SGLANG_CPU_OMP_THREADS_BIND`` for TP=1, plus ``overrides``."""
     env = dict(os.environ if base is None else base)
@@ -220,8 +221,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_http_ready(port: int, timeout: float, *, host: str = "127.0.0.1",
-                    proc: subprocess.Popen[Any] | None = None) -> float:
+def wait_http_ready(
+    port: int, timeout: float, *, host: str = "127.0.0.1", proc: subprocess.Popen[Any] | None = None
+) -> float:
     """Poll ``/health`` until the server answers 200; returns the seconds waited.
 
     Raises ``TimeoutError`` after ``timeout`` seconds, or ``RuntimeError`` as soon as ``proc`` (the
@@ -253,10 +255,12 @@ def generate_http(
 ) -> dict[str, Any]:
     """POST one greedy ``/generate`` request by token ids; returns the decoded JSON answer (its
     ``output_ids`` hold the generated token ids, ``meta_info`` the counts)."""
-    body = json.dumps({
-        "input_ids": list(input_ids),
-        "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0},
-    }).encode()
+    body = json.dumps(
+        {
+            "input_ids": list(input_ids),
+            "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0},
+        }
+    ).encode()
     request = urllib.request.Request(
         f"http://{host}:{port}/generate", data=body, headers={"Content-Type": "application/json"}
     )

@@ -222,8 +222,9 @@ _POST_IMPORT_HOOKS: dict[str, Callable[[types.ModuleType], None]] = {
 # are tiny (a few requests, a few tokens), so clarity beats speed: plain loops over requests.
 
 
-def assign_req_to_token_pool_cpu(req_pool_indices, req_to_token, start_offset, end_offset,
-                                 out_cache_loc, pool_len):
+def assign_req_to_token_pool_cpu(
+    req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc, pool_len
+):
     """Write each request's newly allocated KV slots into its row of the req->token table.
 
     Request i gets ``end_offset[i] - start_offset[i]`` slots, taken in order from ``out_cache_loc``
@@ -233,30 +234,33 @@ def assign_req_to_token_pool_cpu(req_pool_indices, req_to_token, start_offset, e
     rows = zip(req_pool_indices.tolist(), start_offset.tolist(), end_offset.tolist(), strict=True)
     for row, start, end in rows:
         n = end - start
-        req_to_token[row, start:end] = out_cache_loc[taken:taken + n].to(req_to_token.dtype)
+        req_to_token[row, start:end] = out_cache_loc[taken : taken + n].to(req_to_token.dtype)
         taken += n
 
 
-def assign_extend_cache_locs_cpu(req_pool_indices, req_to_token, start_offset, end_offset,
-                                 out_cache_loc, pool_len):
+def assign_extend_cache_locs_cpu(
+    req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc, pool_len
+):
     """The reverse of ``assign_req_to_token_pool_cpu``: gather columns ``[start, end)`` of each
     request's row, packed one request after another, into ``out_cache_loc``."""
     written = 0
     rows = zip(req_pool_indices.tolist(), start_offset.tolist(), end_offset.tolist(), strict=True)
     for row, start, end in rows:
         n = end - start
-        out_cache_loc[written:written + n] = req_to_token[row, start:end].to(out_cache_loc.dtype)
+        out_cache_loc[written : written + n] = req_to_token[row, start:end].to(out_cache_loc.dtype)
         written += n
 
 
-def assign_draft_cache_locs_contiguous_cpu(req_pool_indices, req_to_token, seq_lens, out_cache_loc,
-                                           pool_len, topk, speculative_num_steps):
+def assign_draft_cache_locs_contiguous_cpu(
+    req_pool_indices, req_to_token, seq_lens, out_cache_loc, pool_len, topk, speculative_num_steps
+):
     """Each request's ``topk * steps`` draft slots, which follow its current length in its row of the
     req->token table, copied into ``out_cache_loc`` at ``i * topk * steps``."""
     width = topk * speculative_num_steps
     for i, (row, start) in enumerate(zip(req_pool_indices.tolist(), seq_lens.tolist(), strict=True)):
-        out_cache_loc[i * width:(i + 1) * width] = req_to_token[row, start:start + width].to(
-            out_cache_loc.dtype)
+        out_cache_loc[i * width : (i + 1) * width] = req_to_token[row, start : start + width].to(
+            out_cache_loc.dtype
+        )
 
 
 def fill_bonus_tokens_cpu(accept_tokens, accept_lens, bonus_tokens, accept_stride):
@@ -270,7 +274,7 @@ def fill_accept_out_cache_loc_cpu(accept_index, out_cache_loc, accept_out_cache_
     """Compact the KV slots of accepted draft tokens (``accept_index`` entries != -1), in order."""
     idx = accept_index.reshape(-1)
     kept = idx[idx != -1].long()
-    accept_out_cache_loc[:kept.numel()] = out_cache_loc[kept].to(accept_out_cache_loc.dtype)
+    accept_out_cache_loc[: kept.numel()] = out_cache_loc[kept].to(accept_out_cache_loc.dtype)
 
 
 def copy_all_layer_kv_cache_cpu(data_ptrs, strides, tgt_loc, src_loc):
@@ -291,9 +295,20 @@ def copy_all_layer_kv_cache_cpu(data_ptrs, strides, tgt_loc, src_loc):
         buf[tgt] = buf[src].clone()
 
 
-def build_tree_kernel_efficient_cpu(parent_list, selected_index, verified_seq_len, tree_mask, positions,
-                                    retrieve_index, retrieve_next_token, retrieve_next_sibling, topk,
-                                    depth, draft_token_num, tree_mask_mode):
+def build_tree_kernel_efficient_cpu(
+    parent_list,
+    selected_index,
+    verified_seq_len,
+    tree_mask,
+    positions,
+    retrieve_index,
+    retrieve_next_token,
+    retrieve_next_sibling,
+    topk,
+    depth,
+    draft_token_num,
+    tree_mask_mode,
+):
     """Turn EAGLE's draft selection into a token tree for verification.
 
     Per request b with n = ``draft_token_num`` tree nodes (node 0 is the bonus token, node k >= 1 is
@@ -347,7 +362,7 @@ def build_tree_kernel_efficient_cpu(parent_list, selected_index, verified_seq_le
         base = mask_offset if mode == 0 else b * n * n
         for k in range(n):
             row = base + k * row_len + col0
-            tree_mask[row:row + n] = False
+            tree_mask[row : row + n] = False
             tree_mask[row] = True
             node, level = k, 0
             for _ in range(int(depth)):
@@ -360,8 +375,16 @@ def build_tree_kernel_efficient_cpu(parent_list, selected_index, verified_seq_le
         mask_offset += n * (seq_len + n)
 
 
-def verify_tree_greedy_cpu(predicts, accept_index, accept_token_num, candidates, retrive_index,
-                           retrive_next_token, retrive_next_sibling, target_predict):
+def verify_tree_greedy_cpu(
+    predicts,
+    accept_index,
+    accept_token_num,
+    candidates,
+    retrive_index,
+    retrive_next_token,
+    retrive_next_sibling,
+    target_predict,
+):
     """Greedy verification: walk the tree from the root, at each level accept the child whose draft
     token equals the target model's argmax at the last accepted node; stop when none does.
 
@@ -419,10 +442,30 @@ def _window_mask(q_pos, k_pos, sliding_window_size):
     return None
 
 
-def extend_attention_cpu(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, k_scale, v_scale,
-                         req_to_token, req_pool_indices, seq_lens, extend_seq_lens, extend_start_loc,
-                         max_len_extend, sm_scale, logit_cap, is_cross_attention, sliding_window_size,
-                         encoder_lens, sinks, tree_mask, is_causal):
+def extend_attention_cpu(
+    q_extend,
+    k_extend,
+    v_extend,
+    o_extend,
+    k_buffer,
+    v_buffer,
+    k_scale,
+    v_scale,
+    req_to_token,
+    req_pool_indices,
+    seq_lens,
+    extend_seq_lens,
+    extend_start_loc,
+    max_len_extend,
+    sm_scale,
+    logit_cap,
+    is_cross_attention,
+    sliding_window_size,
+    encoder_lens,
+    sinks,
+    tree_mask,
+    is_causal,
+):
     """Prefill / target-verify attention: request i's ``extend_seq_lens[i]`` new query tokens (rows
     ``extend_start_loc[i]...`` of ``q_extend``) attend to its ``seq_lens[i] - extend_seq_lens[i]`` cached
     prefix tokens (from the KV buffers via ``req_to_token``) and to the new tokens (``k_extend`` /
@@ -442,8 +485,8 @@ def extend_attention_cpu(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
         prefix = seq_len - ext
         slots = req_to_token[int(req_pool_indices[i]), :seq_len].long()
         if k_extend is not None and v_extend is not None:
-            new_k = k_extend[start:start + ext].reshape(ext, *k_buffer.shape[1:])
-            new_v = v_extend[start:start + ext].reshape(ext, *v_buffer.shape[1:])
+            new_k = k_extend[start : start + ext].reshape(ext, *k_buffer.shape[1:])
+            new_v = v_extend[start : start + ext].reshape(ext, *v_buffer.shape[1:])
             keys = torch.cat([k_buffer[slots[:prefix]].to(new_k.dtype), new_k])
             values = torch.cat([v_buffer[slots[:prefix]].to(new_v.dtype), new_v])
         else:
@@ -454,7 +497,7 @@ def extend_attention_cpu(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
         k_pos = torch.arange(seq_len)
         allowed = torch.ones(ext, seq_len, dtype=torch.bool)
         if tree_mask is not None:
-            tree = tree_mask[mask_offset:mask_offset + ext * ext].view(ext, ext).bool()
+            tree = tree_mask[mask_offset : mask_offset + ext * ext].view(ext, ext).bool()
             allowed[:, prefix:] = tree
             mask_offset += ext * ext
         elif is_causal:
@@ -462,14 +505,33 @@ def extend_attention_cpu(q_extend, k_extend, v_extend, o_extend, k_buffer, v_buf
         window = _window_mask(q_pos, k_pos, int(sliding_window_size))
         if window is not None:
             allowed &= window
-        out = _attention_one(q_extend[start:start + ext], keys, values, allowed, float(sm_scale),
-                             float(logit_cap), sinks)
-        o_extend[start:start + ext] = out.to(o_extend.dtype)
+        out = _attention_one(
+            q_extend[start : start + ext], keys, values, allowed, float(sm_scale), float(logit_cap), sinks
+        )
+        o_extend[start : start + ext] = out.to(o_extend.dtype)
 
 
-def decode_attention_cpu(query, k_buffer, v_buffer, k_scale, v_scale, output, key, value, loc,
-                         attn_logits, req_to_token, req_pool_indices, seq_lens, sm_scale, logit_cap,
-                         is_cross_attention, sliding_window_size, encoder_lens, sinks):
+def decode_attention_cpu(
+    query,
+    k_buffer,
+    v_buffer,
+    k_scale,
+    v_scale,
+    output,
+    key,
+    value,
+    loc,
+    attn_logits,
+    req_to_token,
+    req_pool_indices,
+    seq_lens,
+    sm_scale,
+    logit_cap,
+    is_cross_attention,
+    sliding_window_size,
+    encoder_lens,
+    sinks,
+):
     """Decode attention: first store the new token's K/V (``key`` / ``value``, when given) at ``loc``,
     then let request i's single query token attend to its ``seq_lens[i]`` cached tokens.
     ``attn_logits`` is the real kernel's scratch space and is not needed here."""
@@ -487,8 +549,10 @@ def decode_attention_cpu(query, k_buffer, v_buffer, k_scale, v_scale, output, ke
         keys = k_buffer[slots].float() * float(k_scale)
         values = v_buffer[slots].float() * float(v_scale)
         allowed = _window_mask(torch.tensor([seq_len - 1]), torch.arange(seq_len), int(sliding_window_size))
-        out = _attention_one(query[i:i + 1], keys, values, allowed, float(sm_scale), float(logit_cap), sinks)
-        output[i:i + 1] = out.to(output.dtype)
+        out = _attention_one(
+            query[i : i + 1], keys, values, allowed, float(sm_scale), float(logit_cap), sinks
+        )
+        output[i : i + 1] = out.to(output.dtype)
 
 
 _TORCH_OPS = {
@@ -526,8 +590,11 @@ def _traced(fn: Callable[..., Any]) -> Callable[..., Any]:
         nonlocal reported
         if not reported:
             reported = True
-            print(f"[cpu-standins] pid={os.getpid()} called sgl_kernel.{fn.__name__}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"[cpu-standins] pid={os.getpid()} called sgl_kernel.{fn.__name__}",
+                file=sys.stderr,
+                flush=True,
+            )
         return fn(*args, **kwargs)
 
     return wrapper
@@ -573,11 +640,19 @@ _IMPORT_ONLY: dict[str, tuple[str, ...]] = {
         "build_draft_decode_metadata_cpu",  # speculative_num_steps > 1 only
     ),
     "sgl_kernel.kvcacheio": (  # SGLang <= 0.5.10 mem_cache/memory_pool_host.py (HiCache)
-        "transfer_kv_all_layer", "transfer_kv_all_layer_direct_lf_pf", "transfer_kv_all_layer_lf_pf",
-        "transfer_kv_all_layer_mla", "transfer_kv_all_layer_mla_lf_pf", "transfer_kv_direct",
-        "transfer_kv_per_layer", "transfer_kv_per_layer_direct_pf_lf", "transfer_kv_per_layer_mla",
-        "transfer_kv_per_layer_mla_pf_lf", "transfer_kv_per_layer_pf_lf",
-        "transfer_kv_all_layer_lf_ph", "transfer_kv_per_layer_ph_lf",  # added by 0.5.10
+        "transfer_kv_all_layer",
+        "transfer_kv_all_layer_direct_lf_pf",
+        "transfer_kv_all_layer_lf_pf",
+        "transfer_kv_all_layer_mla",
+        "transfer_kv_all_layer_mla_lf_pf",
+        "transfer_kv_direct",
+        "transfer_kv_per_layer",
+        "transfer_kv_per_layer_direct_pf_lf",
+        "transfer_kv_per_layer_mla",
+        "transfer_kv_per_layer_mla_pf_lf",
+        "transfer_kv_per_layer_pf_lf",
+        "transfer_kv_all_layer_lf_ph",
+        "transfer_kv_per_layer_ph_lf",  # added by 0.5.10
     ),
 }
 
@@ -614,8 +689,10 @@ def _fill_import_only(module: types.ModuleType) -> None:
 
 def _fill_datasets(module: types.ModuleType) -> None:
     def load_dataset(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("datasets.load_dataset is not available: an import-only CPU test stand-in "
-                                  "(tests/support/sglang_cpu_standins.py)")
+        raise NotImplementedError(
+            "datasets.load_dataset is not available: an import-only CPU test stand-in "
+            "(tests/support/sglang_cpu_standins.py)"
+        )
 
     module.load_dataset = load_dataset
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SITECUSTOMIZE = '''
+SITECUSTOMIZE = """
 import json, os
 _DIR = {directory!r}
 _FOREIGN = {foreign!r}
@@ -42,12 +42,14 @@ try:
     wrapt.register_post_import_hook(_when_imported, "sglang.srt.distributed.parallel_state")
 except ImportError:
     pass
-'''
+"""
 
 
 def install(directory: Path, *, foreign: tuple[str, str] | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "sitecustomize.py").write_text(SITECUSTOMIZE.format(directory=str(directory), foreign=foreign))
+    (directory / "sitecustomize.py").write_text(
+        SITECUSTOMIZE.format(directory=str(directory), foreign=foreign)
+    )
     return directory
 
 

@@ -44,8 +44,14 @@ def new_launch(root: Any, profile: Mapping[str, Any]) -> str:
     return run_dir
 
 
-def write_process(run_dir: str, pid: int, events: list[Event], *, role: str = "child",
-                  machine: Mapping[str, Any] | None = None) -> None:
+def write_process(
+    run_dir: str,
+    pid: int,
+    events: list[Event],
+    *,
+    role: str = "child",
+    machine: Mapping[str, Any] | None = None,
+) -> None:
     """Process ``pid`` writes ``events`` (in order) through the real AuditWriter; each must fit the table."""
     with as_process(pid, machine):
         writer = audit_writer.AuditWriter(run_dir, role=role)
@@ -61,15 +67,18 @@ def write_process(run_dir: str, pid: int, events: list[Event], *, role: str = "c
             assert record_problem(record) is None, (record_problem(record), record)
 
 
-def write_reads_log(run_dir: str, pid: int, lines: list[Mapping[str, Any]], *,
-                    machine: Mapping[str, Any] | None = None) -> str:
+def write_reads_log(
+    run_dir: str, pid: int, lines: list[Mapping[str, Any]], *, machine: Mapping[str, Any] | None = None
+) -> str:
     """Process ``pid``'s NCCL reads log: the identity line Python writes, then the C library's lines
     (event, pid, time + fields), in a file created under the launch directory's rules. Returns its name
     (the process declares it with an ``nccl_reads_log`` record)."""
     who = ident(pid, **(machine or {}))
     name = launch_dir.reads_file_name(who)
     fd = launch_dir.open_record_file(run_dir, name)
-    body = [{"event": "reads_log", "time": 1.0, **who}] + [{"pid": pid, "time": 1.0, **line} for line in lines]
+    body = [{"event": "reads_log", "time": 1.0, **who}] + [
+        {"pid": pid, "time": 1.0, **line} for line in lines
+    ]
     for record in body:
         assert READS.problem(record) is None, (READS.problem(record), record)
     try:

@@ -72,7 +72,9 @@ def test_a_foreign_env_plugin_is_refused_naming_it(proc):
         native.plugin_env({}, {"NCCL_ENV_PLUGIN": "/opt/site/libnccl-env.so"})
     (f,) = info.value.findings
     assert (f.variable, f.value) == ("NCCL_ENV_PLUGIN", "/opt/site/libnccl-env.so")
-    assert f.rule.startswith("another NCCL plugin is set here, but sglang-eagle-nccl loads its own env plugin")
+    assert f.rule.startswith(
+        "another NCCL plugin is set here, but sglang-eagle-nccl loads its own env plugin"
+    )
     assert f.fix == "unset NCCL_ENV_PLUGIN (or uninstall sglang-eagle-nccl to use your own plugin)"
 
 
@@ -85,20 +87,32 @@ def test_a_foreign_tuner_plugin_is_refused_only_when_the_profile_has_rules(proc,
     (f,) = info.value.findings
     assert (f.variable, f.value) == ("NCCL_TUNER_PLUGIN", "/opt/site/libnccl-tuner.so")
     assert "loads its own tuner plugin (the profile's [[tuner.rules]] run in it)" in f.rule
-    assert f.fix == "unset NCCL_TUNER_PLUGIN, or drop the profile's [[tuner.rules]] to keep your own tuner plugin"
+    assert (
+        f.fix
+        == "unset NCCL_TUNER_PLUGIN, or drop the profile's [[tuner.rules]] to keep your own tuner plugin"
+    )
 
 
 def test_the_tuner_plugin_is_ours_with_rules_the_profiles_otherwise(proc, library_here):
-    assert native.plugin_env({"tuner_rules": RULES}, {}) == {"NCCL_ENV_PLUGIN": library_here,
-                                                              "NCCL_TUNER_PLUGIN": library_here}
-    assert native.plugin_env({"tuner_rules": RULES}, {"NCCL_TUNER_PLUGIN": elsewhere()})["NCCL_TUNER_PLUGIN"] \
+    assert native.plugin_env({"tuner_rules": RULES}, {}) == {
+        "NCCL_ENV_PLUGIN": library_here,
+        "NCCL_TUNER_PLUGIN": library_here,
+    }
+    assert (
+        native.plugin_env({"tuner_rules": RULES}, {"NCCL_TUNER_PLUGIN": elsewhere()})["NCCL_TUNER_PLUGIN"]
         == library_here
+    )
     wanted = {"NCCL_TUNER_PLUGIN": "/opt/profile-tuner.so"}
     assert native.plugin_env({}, {}, wanted) == {"NCCL_ENV_PLUGIN": library_here, **wanted}
     # Ours, inherited from a launch with rules, is taken out where this profile has none.
-    assert native.plugin_env({}, {"NCCL_TUNER_PLUGIN": elsewhere()}) == {"NCCL_ENV_PLUGIN": library_here,
-                                                                        "NCCL_TUNER_PLUGIN": None}
-    assert native.plugin_env({"tuner_rules": []}, {"NCCL_TUNER_PLUGIN": library_here})["NCCL_TUNER_PLUGIN"] is None
+    assert native.plugin_env({}, {"NCCL_TUNER_PLUGIN": elsewhere()}) == {
+        "NCCL_ENV_PLUGIN": library_here,
+        "NCCL_TUNER_PLUGIN": None,
+    }
+    assert (
+        native.plugin_env({"tuner_rules": []}, {"NCCL_TUNER_PLUGIN": library_here})["NCCL_TUNER_PLUGIN"]
+        is None
+    )
 
 
 def test_without_the_library_nccl_reads_the_environment_and_rules_are_refused(proc, monkeypatch, tmp_path):
@@ -111,14 +125,19 @@ def test_without_the_library_nccl_reads_the_environment_and_rules_are_refused(pr
         native.plugin_env({"tuner_rules": RULES}, {})
     (f,) = info.value.findings
     assert f.variable == "tuner.rules" and f.rule.startswith(
-        "the profile has [[tuner.rules]] but the native tuner plugin is not available here: ")
-    assert f.fix == "install sglang-eagle-nccl from a wheel built with a C compiler, or drop the [[tuner.rules]]"
+        "the profile has [[tuner.rules]] but the native tuner plugin is not available here: "
+    )
+    assert (
+        f.fix == "install sglang-eagle-nccl from a wheel built with a C compiler, or drop the [[tuner.rules]]"
+    )
 
 
 # --- plan ------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value,rank", [(None, None), ("", None), ("0", 0), (" 12 ", 12), ("999999999", 999999999)])
+@pytest.mark.parametrize(
+    "value,rank", [(None, None), ("", None), ("0", 0), (" 12 ", 12), ("999999999", 999999999)]
+)
 def test_node_rank_from_the_environment(value, rank):
     environ = {} if value is None else {names.ENV_NODE_RANK: value}
     assert activation.node_rank_from(environ) == rank
@@ -134,7 +153,10 @@ def test_a_node_rank_that_is_not_one_is_refused(value):
 
 
 def test_process_env_is_env_plus_the_nodes_section():
-    data = {"env": {"NCCL_PROTO": "LL", "NCCL_SOCKET_IFNAME": "eth0"}, "nodes": {"1": {"NCCL_SOCKET_IFNAME": "ib0"}}}
+    data = {
+        "env": {"NCCL_PROTO": "LL", "NCCL_SOCKET_IFNAME": "eth0"},
+        "nodes": {"1": {"NCCL_SOCKET_IFNAME": "ib0"}},
+    }
     assert activation.process_env(data, None) == data["env"]
     assert activation.process_env(data, 0) == data["env"]
     assert activation.process_env(data, 1) == {"NCCL_PROTO": "LL", "NCCL_SOCKET_IFNAME": "ib0"}
@@ -144,8 +166,10 @@ def test_process_env_is_env_plus_the_nodes_section():
 def test_an_audit_dir_value_waits_for_the_launch():
     data = {"env": {"NCCL_DEBUG_FILE": "{audit_dir}/nccl.%h.%p.log", "NCCL_DEBUG": "INFO"}}
     assert activation.process_env(data, None) == {"NCCL_DEBUG": "INFO"}
-    assert activation.process_env(data, None, "/run/x") == {"NCCL_DEBUG_FILE": "/run/x/nccl.%h.%p.log",
-                                                            "NCCL_DEBUG": "INFO"}
+    assert activation.process_env(data, None, "/run/x") == {
+        "NCCL_DEBUG_FILE": "/run/x/nccl.%h.%p.log",
+        "NCCL_DEBUG": "INFO",
+    }
 
 
 def test_a_plan_from_launch_flags_is_a_root_that_writes_the_profile_and_the_env_plugin(proc, library_here):
@@ -157,7 +181,9 @@ def test_a_plan_from_launch_flags_is_a_root_that_writes_the_profile_and_the_env_
 
 
 def test_a_plan_from_the_environment_resolves_and_keeps_warnings(proc):
-    plan = activation.plan(environ={"SGLANG_EAGLE_NCCL": "audit-only", "SGLANG_EAGLE_NCCL_ENV": "NCCL_PROTO=LL128"})
+    plan = activation.plan(
+        environ={"SGLANG_EAGLE_NCCL": "audit-only", "SGLANG_EAGLE_NCCL_ENV": "NCCL_PROTO=LL128"}
+    )
     assert plan.data["env"]["NCCL_PROTO"] == "LL128" and plan.is_root and plan.profile is not None
     assert any("LL128" in w for w in plan.warnings), plan.warnings
 
@@ -166,29 +192,45 @@ def test_a_child_takes_the_handed_down_profile_and_keeps_what_sglang_won(proc):
     data = profile("pcie-8gpu", sglang_wins=["NCCL_ALGO"]).to_dict()
     inputs = {"SGLANG_EAGLE_NCCL": "1"}
     wire = handoff.encode(data, inputs=inputs, run_dir="/run/launch")
-    environ = {**inputs, names.ENV_PROFILE: wire, names.ENV_ROOT_PID: "1", "NCCL_ALGO": "Tree",
-               names.ENV_NODE_RANK: "2"}
+    environ = {
+        **inputs,
+        names.ENV_PROFILE: wire,
+        names.ENV_ROOT_PID: "1",
+        "NCCL_ALGO": "Tree",
+        names.ENV_NODE_RANK: "2",
+    }
     plan = activation.plan(environ=environ)
     assert not plan.is_root and plan.wire == wire and plan.run_dir == "/run/launch" and plan.node_rank == 2
     assert "NCCL_ALGO" not in plan.desired  # SGLang's value, decided in the launcher, stays
     assert plan.desired["NCCL_PROTO"] == "LL"
     # Where the launcher's environment held nothing for it, the profile's value is written.
     assert activation.plan(environ={**environ, "NCCL_ALGO": ""}).desired.get("NCCL_ALGO") is None
-    assert activation.plan(environ={k: v for k, v in environ.items() if k != "NCCL_ALGO"}).desired["NCCL_ALGO"] == "Ring"
+    assert (
+        activation.plan(environ={k: v for k, v in environ.items() if k != "NCCL_ALGO"}).desired["NCCL_ALGO"]
+        == "Ring"
+    )
 
 
 def test_a_root_marker_without_a_handed_down_profile_is_a_root(proc):
     plan = activation.plan(environ={"SGLANG_EAGLE_NCCL": "audit-only", names.ENV_ROOT_PID: "1"})
     assert plan.is_root
-    plan = activation.plan(environ={"SGLANG_EAGLE_NCCL": "audit-only", names.ENV_ROOT_PID: "1", names.ENV_PROFILE: ""})
+    plan = activation.plan(
+        environ={"SGLANG_EAGLE_NCCL": "audit-only", names.ENV_ROOT_PID: "1", names.ENV_PROFILE: ""}
+    )
     assert plan.is_root and plan.wire is None
 
 
 def test_a_root_marker_alone_beside_a_profile_makes_a_child_that_keeps_sglangs_values(proc):
     data = profile("pcie-8gpu").to_dict()
     wire = handoff.encode(data, inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir=None)
-    child = activation.plan(environ={"SGLANG_EAGLE_NCCL": "1", names.ENV_PROFILE: wire, names.ENV_ROOT_PID: "7",
-                                     "NCCL_ALGO": "Tree"})
+    child = activation.plan(
+        environ={
+            "SGLANG_EAGLE_NCCL": "1",
+            names.ENV_PROFILE: wire,
+            names.ENV_ROOT_PID: "7",
+            "NCCL_ALGO": "Tree",
+        }
+    )
     assert not child.is_root and child.desired["NCCL_ALGO"] == "Ring"  # not under sglang_wins: the profile's
 
 
@@ -216,7 +258,9 @@ def test_apply_writes_the_profile_marks_the_root_and_signs_the_hand_off(proc, tm
     assert STATE.active and STATE.is_root and STATE.origin == "test" and STATE.role == "launcher"
     assert os.environ["NCCL_ALGO"] == "Ring" and os.environ["SGLANG_EAGLE_NCCL"] == "1"
     assert os.environ[names.ENV_ROOT_PID] == str(os.getpid())
-    decoded = handoff.decode(os.environ[names.ENV_PROFILE], validate=lambda d: pytest.fail("signed: not re-validated"))
+    decoded = handoff.decode(
+        os.environ[names.ENV_PROFILE], validate=lambda d: pytest.fail("signed: not re-validated")
+    )
     assert decoded.trusted and decoded.run_dir == run and decoded.data["env"]["NCCL_ALGO"] == "Ring"
     assert STATE.expected_env == plan.desired and STATE.saved_before["NCCL_ALGO"] == "Tree"
     assert STATE.saved_before["NCCL_PROTO"] is None
@@ -259,7 +303,9 @@ def test_the_tuner_rules_are_handed_to_the_c_tuner_in_this_process(proc, library
 
 def test_a_multiprocessing_helper_is_recorded_as_one(proc, monkeypatch, tmp_path):
     run = open_launch(str(tmp_path), {}, required=True)
-    monkeypatch.setattr(sys, "orig_argv", ["python", "-c", "from multiprocessing.resource_tracker import main;main(5)"])
+    monkeypatch.setattr(
+        sys, "orig_argv", ["python", "-c", "from multiprocessing.resource_tracker import main;main(5)"]
+    )
     plan = activation.plan(profile("audit-only"), environ={})
     plan.run_dir = run
     activation.apply(plan, origin="test")
@@ -299,7 +345,9 @@ def test_a_value_the_environment_cannot_hold_refuses_before_the_audit_or_the_wri
 
 
 def test_apply_says_the_resolution_warnings_once(proc, capsys):
-    plan = activation.plan(environ={"SGLANG_EAGLE_NCCL": "audit-only", "SGLANG_EAGLE_NCCL_ENV": "NCCL_PROTO=LL128"})
+    plan = activation.plan(
+        environ={"SGLANG_EAGLE_NCCL": "audit-only", "SGLANG_EAGLE_NCCL_ENV": "NCCL_PROTO=LL128"}
+    )
     activation.apply(plan, origin="test")
     err = capsys.readouterr().err
     assert err.count("[sglang-eagle-nccl] warning: ") == len(plan.warnings) >= 1
@@ -385,17 +433,23 @@ def test_a_child_never_re_signs(proc):
     assert os.environ[names.ENV_PROFILE] == wire
 
 
-@pytest.mark.parametrize("argv,text", [
-    ([], "python"),
-    (["/usr/bin/python3"], "python3"),
-    (["/usr/bin/python3", "-m", "sglang.launch_server", "--x"], "python3 -m sglang.launch_server"),
-    (["python3", "-m"], "python3"),
-    (["python3", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"], "python3 -c <multiprocessing.spawn>"),
-    (["python3", "-c", "import multiprocessing.forkserver"], "python3 -c <multiprocessing.forkserver>"),
-    (["python3", "-c", "print('secret')"], "python3 -c <code>"),
-    (["python3", "-c"], "python3"),
-    (["python3", "-u", "/srv/app/serve.py", "--token", "s"], "python3 serve.py"),
-    (["python3", "-X", "dev"], "python3 dev"),
-])
+@pytest.mark.parametrize(
+    "argv,text",
+    [
+        ([], "python"),
+        (["/usr/bin/python3"], "python3"),
+        (["/usr/bin/python3", "-m", "sglang.launch_server", "--x"], "python3 -m sglang.launch_server"),
+        (["python3", "-m"], "python3"),
+        (
+            ["python3", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"],
+            "python3 -c <multiprocessing.spawn>",
+        ),
+        (["python3", "-c", "import multiprocessing.forkserver"], "python3 -c <multiprocessing.forkserver>"),
+        (["python3", "-c", "print('secret')"], "python3 -c <code>"),
+        (["python3", "-c"], "python3"),
+        (["python3", "-u", "/srv/app/serve.py", "--token", "s"], "python3 serve.py"),
+        (["python3", "-X", "dev"], "python3 dev"),
+    ],
+)
 def test_the_invocation_is_recorded_without_its_arguments(argv, text):
     assert activation.describe_invocation(argv) == text

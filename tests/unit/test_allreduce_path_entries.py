@@ -14,10 +14,36 @@ from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 from support.allreduce_groups import CustomAllreduce, Device, Stored, full_gpu_group, group, tuned
 
 MiB = 1024 * 1024
-KEYS = {"group", "unique_name", "world_size", "rank", "rank_in_group", "device", "device_group_backend",
-        "device_group_is_nccl", "sglang_version", "implementations", "order", "order_source", "order_note",
-        "takes_everything", "summary", "error"}
-ENTRY_KEYS = {"path", "title", "nccl", "requested", "present", "class", "enabled", "why_not", "thresholds", "carries"}
+KEYS = {
+    "group",
+    "unique_name",
+    "world_size",
+    "rank",
+    "rank_in_group",
+    "device",
+    "device_group_backend",
+    "device_group_is_nccl",
+    "sglang_version",
+    "implementations",
+    "order",
+    "order_source",
+    "order_note",
+    "takes_everything",
+    "summary",
+    "error",
+}
+ENTRY_KEYS = {
+    "path",
+    "title",
+    "nccl",
+    "requested",
+    "present",
+    "class",
+    "enabled",
+    "why_not",
+    "thresholds",
+    "carries",
+}
 
 
 def describe(g, version="0.5.23"):
@@ -36,30 +62,61 @@ def test_the_record_has_exactly_the_keys_the_audit_reads():
 
 
 def test_a_whole_custom_allreduce_entry():
-    ca = CustomAllreduce(disabled=False, max_size=8 * MiB, max_pull_size=MiB, max_push_size=2 * MiB, world_size=2,
-                         full_nvlink=True, config=None)
-    e = describe(group(ca_comm=ca, use_custom_allreduce=True), "0.5.10")["implementations"]["custom_allreduce"]
+    ca = CustomAllreduce(
+        disabled=False,
+        max_size=8 * MiB,
+        max_pull_size=MiB,
+        max_push_size=2 * MiB,
+        world_size=2,
+        full_nvlink=True,
+        config=None,
+    )
+    e = describe(group(ca_comm=ca, use_custom_allreduce=True), "0.5.10")["implementations"][
+        "custom_allreduce"
+    ]
     assert e == {
-        "path": "custom_allreduce", "title": ap.path_info("custom_allreduce").title, "nccl": False, "requested": True,
-        "present": True, "class": "CustomAllreduce", "enabled": True, "why_not": None,
-        "thresholds": {"max_size": 8 * MiB, "max_pull_size": MiB, "max_push_size": 2 * MiB, "world_size": 2,
-                       "full_nvlink": True},
+        "path": "custom_allreduce",
+        "title": ap.path_info("custom_allreduce").title,
+        "nccl": False,
+        "requested": True,
+        "present": True,
+        "class": "CustomAllreduce",
+        "enabled": True,
+        "why_not": None,
+        "thresholds": {
+            "max_size": 8 * MiB,
+            "max_pull_size": MiB,
+            "max_push_size": 2 * MiB,
+            "world_size": 2,
+            "full_nvlink": True,
+        },
         "carries": "sizes <= 8388608 bytes (8 MiB), multiples of 16 bytes, eager and CUDA graph",
     }
 
 
 def test_a_v1_object_with_a_config_reads_as_v2():
     config = Stored(graph=None, eager=None)
-    e = describe(group(ca_comm=CustomAllreduce(disabled=False, max_size=MiB, config=config)))["implementations"]
+    e = describe(group(ca_comm=CustomAllreduce(disabled=False, max_size=MiB, config=config)))[
+        "implementations"
+    ]
     assert e["custom_allreduce"]["thresholds"]["config"] == repr(config)
-    assert e["custom_allreduce"]["carries"] == "sizes <= 1048576 bytes (1 MiB), multiples of 16 bytes, eager and CUDA graph"
+    assert (
+        e["custom_allreduce"]["carries"]
+        == "sizes <= 1048576 bytes (1 MiB), multiples of 16 bytes, eager and CUDA graph"
+    )
 
 
 def test_whole_entries_of_the_other_paths():
-    d = describe(full_gpu_group(pcie_ipc_comm=Stored(disabled=False, max_numel=1, _world_size=4),
-                                pymscclpp_comm=Stored(available=True), use_mscclpp=True,
-                                torch_symm_mem_comm=Stored(disabled=False, max_size=MiB),
-                                qr_comm=Stored(disabled=False, qr_max_size=MiB), _fi_workspace_hint="tp"))
+    d = describe(
+        full_gpu_group(
+            pcie_ipc_comm=Stored(disabled=False, max_numel=1, _world_size=4),
+            pymscclpp_comm=Stored(available=True),
+            use_mscclpp=True,
+            torch_symm_mem_comm=Stored(disabled=False, max_size=MiB),
+            qr_comm=Stored(disabled=False, qr_max_size=MiB),
+            _fi_workspace_hint="tp",
+        )
+    )
     impls = d["implementations"]
     assert impls["pcie_ipc"]["class"] == "Stored" and impls["pcie_ipc"]["present"] is True
     assert impls["pcie_ipc"]["thresholds"] == {"max_numel": 1, "world_size": 4, "dtype": "bfloat16"}
@@ -69,20 +126,34 @@ def test_whole_entries_of_the_other_paths():
     assert impls["quick_allreduce"]["present"] is True and impls["quick_allreduce"]["enabled"] is True
     assert impls["flashinfer_allreduce"]["carries"].startswith("2-D contiguous tensors")
     assert impls["torch_pg"]["present"] is True and impls["torch_pg"]["class"] == "object"
-    assert d["summary"].startswith("outside NCCL: FlashInfer") or d["summary"].startswith("outside NCCL: " +
-                                                                                            impls["flashinfer_allreduce"]["title"])
-    titles = [impls[p]["title"] for p in ("flashinfer_allreduce", "custom_allreduce", "pcie_ipc", "quick_allreduce",
-                                          "mscclpp", "torch_symm_mem")]
+    assert d["summary"].startswith("outside NCCL: FlashInfer") or d["summary"].startswith(
+        "outside NCCL: " + impls["flashinfer_allreduce"]["title"]
+    )
+    titles = [
+        impls[p]["title"]
+        for p in (
+            "flashinfer_allreduce",
+            "custom_allreduce",
+            "pcie_ipc",
+            "quick_allreduce",
+            "mscclpp",
+            "torch_symm_mem",
+        )
+    ]
     head = d["summary"].split("; the rest reaches NCCL:")[0]
     positions = [head.index(t + " (") for t in titles]
     assert positions == sorted(positions)  # each bypass named, in SGLang's own order
 
 
 def test_flags_of_older_releases_are_read():
-    e = describe(group(torch_symm_mem_comm=None, use_torch_symm_mem=False))["implementations"]["torch_symm_mem"]
+    e = describe(group(torch_symm_mem_comm=None, use_torch_symm_mem=False))["implementations"][
+        "torch_symm_mem"
+    ]
     assert e["requested"] is False
-    assert e["why_not"] == ("not requested for this group (use_torch_symm_mem=False): --enable-torch-symm-mem not "
-                            "given, or a group built without it")
+    assert e["why_not"] == (
+        "not requested for this group (use_torch_symm_mem=False): --enable-torch-symm-mem not "
+        "given, or a group built without it"
+    )
     e = describe(group(torch_symm_mem_comm=None))["implementations"]["torch_symm_mem"]
     assert e["requested"] is None and e["why_not"] == "not created (SGLang skipped it)"
     e = describe(group(pymscclpp_comm=None, use_pymscclpp=True, world_size=1))["implementations"]["mscclpp"]
@@ -113,12 +184,15 @@ def test_a_reader_that_fails_is_named_and_the_rest_is_still_described(monkeypatc
     monkeypatch.setattr(ap, "_read_other_accelerators", boom)
     monkeypatch.setattr(ap, "_summary", boom)
     d = describe(full_gpu_group())
-    assert d["error"] == ("pcie_ipc: RuntimeError: boom; other accelerators: RuntimeError: boom; "
-                          "summary: RuntimeError: boom")
+    assert d["error"] == (
+        "pcie_ipc: RuntimeError: boom; other accelerators: RuntimeError: boom; summary: RuntimeError: boom"
+    )
     assert d["takes_everything"] == [] and d["summary"] is None
     monkeypatch.setattr(ap, "dispatch_for", boom)
-    assert describe(full_gpu_group())["error"].startswith("pcie_ipc: RuntimeError: boom; other accelerators: "
-                                                          "RuntimeError: boom; dispatch order: RuntimeError: boom; SGLang 0.5.23 is older")
+    assert describe(full_gpu_group())["error"].startswith(
+        "pcie_ipc: RuntimeError: boom; other accelerators: "
+        "RuntimeError: boom; dispatch order: RuntimeError: boom; SGLang 0.5.23 is older"
+    )
 
 
 def test_a_failure_outside_every_reader_is_reported_not_raised(monkeypatch):
@@ -133,7 +207,7 @@ def test_a_failure_outside_every_reader_is_reported_not_raised(monkeypatch):
 def test_group_name_is_everything_before_the_last_colon():
     assert describe(group(unique_name="moe:ep:7"))["group"] == "moe:ep"
     assert describe(group(unique_name="world"))["group"] == "world"
-    assert describe(group(rank_in_group=1, rank=5)) ["rank_in_group"] == 1
+    assert describe(group(rank_in_group=1, rank=5))["rank_in_group"] == 1
 
 
 # --- the helpers --------------------------------------------------------------------------------------
@@ -196,11 +270,19 @@ def test_device_kind():
     assert ap._device_kind(group(device=None)) is None
 
 
-@pytest.mark.parametrize("n,text", [
-    (1024**3, "1073741824 bytes (1 GiB)"), (3 * 1024**3 // 2, "1610612736 bytes (1.5 GiB)"),
-    (MiB, "1048576 bytes (1 MiB)"), (MiB - 1, "1048575 bytes (1024.0 KiB)"), (1536, "1536 bytes (1.5 KiB)"),
-    (1024, "1024 bytes (1 KiB)"), (1023, "1023 bytes"), (0, "0 bytes"),
-])
+@pytest.mark.parametrize(
+    "n,text",
+    [
+        (1024**3, "1073741824 bytes (1 GiB)"),
+        (3 * 1024**3 // 2, "1610612736 bytes (1.5 GiB)"),
+        (MiB, "1048576 bytes (1 MiB)"),
+        (MiB - 1, "1048575 bytes (1024.0 KiB)"),
+        (1536, "1536 bytes (1.5 KiB)"),
+        (1024, "1024 bytes (1 KiB)"),
+        (1023, "1023 bytes"),
+        (0, "0 bytes"),
+    ],
+)
 def test_fmt_bytes(n, text):
     assert ap.fmt_bytes(n) == text
 
@@ -208,7 +290,10 @@ def test_fmt_bytes(n, text):
 def test_at_least_and_version_order():
     from packaging.version import Version
 
-    assert ap._at_least(Version("0.5.20"), "0.5.20") is True and ap._at_least(Version("0.5.19"), "0.5.20") is False
+    assert (
+        ap._at_least(Version("0.5.20"), "0.5.20") is True
+        and ap._at_least(Version("0.5.19"), "0.5.20") is False
+    )
     assert ap._at_least(None, "0.5.20") is None
     assert ap.normalize_version(ap.normalize_version("0.5.4.post3")) == Version("0.5.4.post3")
 
@@ -228,10 +313,16 @@ def test_v2_one_shot_text_needs_both_tables():
     comm = Stored(disabled=False, max_size=MiB, config=config)
     comm.__class__ = type("CustomAllReduceV2", (Stored,), {})
     text = describe(group(ca_comm=comm))["implementations"]["custom_allreduce"]["carries"]
-    assert "one-shot" not in text and "up to 1048576 bytes (1 MiB) in CUDA graphs and 1048576 bytes (1 MiB) eager" in text
+    assert (
+        "one-shot" not in text
+        and "up to 1048576 bytes (1 MiB) in CUDA graphs and 1048576 bytes (1 MiB) eager" in text
+    )
     empty = SimpleNamespace(graph=SimpleNamespace(), eager=SimpleNamespace(), num_mc_blocks=1)
     comm.config = empty
-    assert "up to unknown in CUDA graphs" in describe(group(ca_comm=comm))["implementations"]["custom_allreduce"]["carries"]
+    assert (
+        "up to unknown in CUDA graphs"
+        in describe(group(ca_comm=comm))["implementations"]["custom_allreduce"]["carries"]
+    )
 
 
 # --- the audit lines ------------------------------------------------------------------------------------
@@ -240,11 +331,17 @@ def test_v2_one_shot_text_needs_both_tables():
 def test_header_line_names_backend_and_whether_it_is_nccl():
     base = describe(full_gpu_group())
     for is_nccl, word in ((True, "NCCL"), (False, "not NCCL"), (None, "backend unknown")):
-        d = {**base, "device_group_is_nccl": is_nccl, "device_group_backend": "gloo" if is_nccl is False else None}
+        d = {
+            **base,
+            "device_group_is_nccl": is_nccl,
+            "device_group_backend": "gloo" if is_nccl is False else None,
+        }
         head = ap.format_paths(d)[0]
         assert head.endswith(f"({word}), SGLang 0.5.23"), head
-    assert "device group gloo (not NCCL)" in ap.format_paths({**base, "device_group_is_nccl": False,
-                                                              "device_group_backend": "gloo"})[0]
+    assert (
+        "device group gloo (not NCCL)"
+        in ap.format_paths({**base, "device_group_is_nccl": False, "device_group_backend": "gloo"})[0]
+    )
     assert ap.format_paths({**base, "sglang_version": None})[0].endswith("SGLang unknown")
 
 
@@ -283,4 +380,5 @@ def test_unknown_order_lists_each_path_on_or_off():
 
 def test_a_description_that_cannot_be_formatted_names_the_exception():
     assert ap.format_paths({"order": [{"bad": 1}], "world_size": 2})[-1] == (
-        "all-reduce paths: cannot format (KeyError: 'title')")
+        "all-reduce paths: cannot format (KeyError: 'title')"
+    )

@@ -16,10 +16,37 @@ from packaging.version import Version
 from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 
 RELEASES = [
-    "0.4.3", "0.4.6", "0.4.7", "0.4.10", "0.5.1", "0.5.2", "0.5.3", "0.5.3.post1", "0.5.4", "0.5.4.post1",
-    "0.5.4.post3", "0.5.5", "0.5.6.post2", "0.5.7", "0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12",
-    "0.5.12.post1", "0.5.13", "0.5.15", "0.5.16", "0.5.17", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23",
-    "0.5.30", "0.6.0",
+    "0.4.3",
+    "0.4.6",
+    "0.4.7",
+    "0.4.10",
+    "0.5.1",
+    "0.5.2",
+    "0.5.3",
+    "0.5.3.post1",
+    "0.5.4",
+    "0.5.4.post1",
+    "0.5.4.post3",
+    "0.5.5",
+    "0.5.6.post2",
+    "0.5.7",
+    "0.5.9",
+    "0.5.10",
+    "0.5.10.post1",
+    "0.5.11",
+    "0.5.12",
+    "0.5.12.post1",
+    "0.5.13",
+    "0.5.15",
+    "0.5.16",
+    "0.5.17",
+    "0.5.19",
+    "0.5.20",
+    "0.5.21",
+    "0.5.22",
+    "0.5.23",
+    "0.5.30",
+    "0.6.0",
 ]
 
 
@@ -49,12 +76,17 @@ def test_each_checked_release_lies_in_its_own_range_and_every_step_is_a_known_pa
 def test_limits_do_not_overlap_and_cite_sources():
     for name, rows in ap._data()["limits"].items():
         for release in RELEASES:
-            hits = [r for r in rows if SpecifierSet(r["versions"]).contains(Version(release), prereleases=True)]
+            hits = [
+                r for r in rows if SpecifierSet(r["versions"]).contains(Version(release), prereleases=True)
+            ]
             assert len(hits) <= 1, (name, release)
         for row in rows:
             assert row["source"] and row["checked"]
             for release in row["checked"]:
-                assert SpecifierSet(row["versions"]).contains(Version(release), prereleases=True), (name, release)
+                assert SpecifierSet(row["versions"]).contains(Version(release), prereleases=True), (
+                    name,
+                    release,
+                )
 
 
 def _order(release: str) -> list[str]:
@@ -85,12 +117,20 @@ def test_limits_lookup():
     assert ap.limits_for("custom_allreduce_v2", "0.5.12.post1")["fallback_v1"] is False
     assert ap.limits_for("custom_allreduce_v2", "0.5.23")["max_bytes"] == 16 * 1024 * 1024
     assert ap.limits_for("custom_allreduce_v2", "0.5.7") is None
-    assert ap.limits_for("pcie_ipc", "0.5.20") is None and ap.limits_for("pcie_ipc", "0.5.21")["groups"] == ["tp"]
+    assert ap.limits_for("pcie_ipc", "0.5.20") is None and ap.limits_for("pcie_ipc", "0.5.21")["groups"] == [
+        "tp"
+    ]
 
 
 @pytest.mark.parametrize(
     ("given", "expected"),
-    [("0.5.23", "0.5.23"), ("0.5.24rc1", "0.5.24"), ("0.5.23+cu130", "0.5.23"), ("0.5.4.post3", "0.5.4.post3"), ("0.5.10.dev3", "0.5.10")],
+    [
+        ("0.5.23", "0.5.23"),
+        ("0.5.24rc1", "0.5.24"),
+        ("0.5.23+cu130", "0.5.23"),
+        ("0.5.4.post3", "0.5.4.post3"),
+        ("0.5.10.dev3", "0.5.10"),
+    ],
 )
 def test_normalize_version(given, expected):
     assert ap.normalize_version(given) == Version(expected)
@@ -129,7 +169,11 @@ class WithProperties:
         return object()
 
 
-@pytest.mark.parametrize("obj", [None, 42, "tp", object(), Exploding(), WithProperties()], ids=["none", "int", "str", "object", "exploding", "properties"])
+@pytest.mark.parametrize(
+    "obj",
+    [None, 42, "tp", object(), Exploding(), WithProperties()],
+    ids=["none", "int", "str", "object", "exploding", "properties"],
+)
 def test_describe_group_never_raises_and_runs_no_attribute_code(obj):
     Exploding.calls.clear()
     WithProperties.ran.clear()
@@ -149,7 +193,9 @@ def test_describe_group_reports_unreadable_version_instead_of_raising():
 
 
 def test_format_paths_survives_a_malformed_description():
-    assert ap.format_paths({"order": [{"bad": 1}], "world_size": 2})[-1].startswith("all-reduce paths: cannot format")
+    assert ap.format_paths({"order": [{"bad": 1}], "world_size": 2})[-1].startswith(
+        "all-reduce paths: cannot format"
+    )
 
 
 def test_fmt_bytes():

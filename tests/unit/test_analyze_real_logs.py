@@ -35,7 +35,12 @@ def test_real_logs_parse(name, version_tp, speculative):
 
 
 def test_real_eagle3_log_against_real_baseline_names_the_bottleneck():
-    reports = analyze_logs([str(FIX / "real-cpu-0.5.23-engine-tp2-plain.log"), str(FIX / "real-cpu-0.5.23-engine-tp2-eagle3.log")])
+    reports = analyze_logs(
+        [
+            str(FIX / "real-cpu-0.5.23-engine-tp2-plain.log"),
+            str(FIX / "real-cpu-0.5.23-engine-tp2-eagle3.log"),
+        ]
+    )
     spec = next(r.to_dict() for r in reports if r.to_dict()["speculative"])
     assert spec["speculative_algorithm"] == "EAGLE3"
     assert spec["mean_accept_len"] == pytest.approx(1.0)  # random dummy draft: nothing accepted
@@ -47,5 +52,8 @@ def test_real_eagle3_log_against_real_baseline_names_the_bottleneck():
 
 
 def test_audit_problems_are_reported_as_findings():
-    r = _one("real-cpu-0.5.23-engine-tp2-eagle3.log", audit_problems=["NCCL profile not in force on rank 1 (group tp, pid 42)"])
+    r = _one(
+        "real-cpu-0.5.23-engine-tp2-eagle3.log",
+        audit_problems=["NCCL profile not in force on rank 1 (group tp, pid 42)"],
+    )
     assert any("NCCL profile not in force on rank 1" in f for f in r["findings"])

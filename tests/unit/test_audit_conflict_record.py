@@ -49,13 +49,18 @@ def test_correctness_conflict_without_message_fails_the_launch_without_crashing(
     assert isinstance(result.exception, SystemExit) or result.exception is None, repr(result.exception)
     assert result.exit_code == 1, result.output  # a refused correctness setting fails the launch
     # Without a message of its own, the judge says which variables were refused, and why.
-    assert "✗ launcher pid 100: refused: the profile would override NCCL_ALGO, which SGLang sets for " \
-           "correctness" in result.output, result.output
+    assert (
+        "✗ launcher pid 100: refused: the profile would override NCCL_ALGO, which SGLang sets for "
+        "correctness" in result.output
+    ), result.output
 
 
 def test_correctness_conflict_with_a_message_fails_the_launch_and_says_why(tmp_path):
-    conflict = _rec("correctness_conflict", variables=["NCCL_ALGO"],
-                    message="SGLang sets NCCL_ALGO for deterministic inference\nsecond line")
+    conflict = _rec(
+        "correctness_conflict",
+        variables=["NCCL_ALGO"],
+        message="SGLang sets NCCL_ALGO for deterministic inference\nsecond line",
+    )
     run = _launch(tmp_path / "run", conflict)
     result = CliRunner().invoke(main, ["audit", str(run)])
     assert result.exit_code == 1, result.output

@@ -43,8 +43,17 @@ def good_process(pid: int = 100) -> list[dict]:
         rec("process_start", pid, expected_env=ENV, env=ENV, profile="p"),
         rec("process_role", pid, title="sglang::scheduler_TP0"),
         rec("scheduler_start", pid, ranks={}, overwrites=[], env=ENV),
-        rec("group_created", pid, group="tp", unique_name="tp:0", ranks=[0], env=ENV, process_env=ENV,
-            torch_comm="lazy-nccl", group_overrides={}),
+        rec(
+            "group_created",
+            pid,
+            group="tp",
+            unique_name="tp:0",
+            ranks=[0],
+            env=ENV,
+            process_env=ENV,
+            torch_comm="lazy-nccl",
+            group_overrides={},
+        ),
     ]
 
 
@@ -90,7 +99,9 @@ def test_audit_does_not_block_on_a_fifo(tmp_path):
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "sglang_eagle_nccl", "audit", str(run), "--nccl-debug-dir", str(debug)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert time.monotonic() - start < 60
     assert "Traceback" not in proc.stderr
@@ -147,16 +158,16 @@ def test_oversized_record_file_is_not_read(tmp_path):
 def test_bad_lines_are_listed_with_file_and_line_and_not_judged(tmp_path):
     lines = [
         *good_process(),
-        "[1, 2, 3]",                                       # 5: not an object
-        "\"text\"",                                        # 6
+        "[1, 2, 3]",  # 5: not an object
+        '"text"',  # 6
         json.dumps({"event": "group_created", "pid": 100}),  # 7: common fields missing
-        json.dumps(rec("group_created", group="tp", env={"NCCL_PROTO": 5})),   # 8: ill-typed env value
-        json.dumps(rec("group_created", group="tp", env=ENV, ranks="0,1")),   # 9: ranks not a list
-        json.dumps(rec("pynccl_created", env=ENV)),        # 10: group missing
+        json.dumps(rec("group_created", group="tp", env={"NCCL_PROTO": 5})),  # 8: ill-typed env value
+        json.dumps(rec("group_created", group="tp", env=ENV, ranks="0,1")),  # 9: ranks not a list
+        json.dumps(rec("pynccl_created", env=ENV)),  # 10: group missing
         json.dumps(rec("process_start", pid=True, env=ENV)),  # 11: a boolean pid
-        "{not json",                                       # 12
-        "[" * 100000 + "]" * 100000,                       # 13: nested beyond the JSON parser
-        "9" * 5000,                                        # 14: beyond int()'s digit limit
+        "{not json",  # 12
+        "[" * 100000 + "]" * 100000,  # 13: nested beyond the JSON parser
+        "9" * 5000,  # 14: beyond int()'s digit limit
     ]
     run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": lines}, META)
     launch = read_launch_records(run)
@@ -179,8 +190,15 @@ def test_bad_lines_are_listed_with_file_and_line_and_not_judged(tmp_path):
 
 def test_an_invalid_record_cannot_hide_a_failure(tmp_path):
     """A failing communicator stays failing whatever garbage follows it."""
-    bad = rec("group_created", group="tp", unique_name="tp:0", ranks=[0], env={"NCCL_PROTO": "Simple"},
-              process_env=ENV, torch_comm="lazy-nccl")
+    bad = rec(
+        "group_created",
+        group="tp",
+        unique_name="tp:0",
+        ranks=[0],
+        env={"NCCL_PROTO": "Simple"},
+        process_env=ENV,
+        torch_comm="lazy-nccl",
+    )
     run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": [*good_process()[:3], bad, "[]", "{}"]}, META)
     code, out = audit_cli(run)
     assert code == 1 and "NCCL_PROTO=Simple (profile: LL)" in out
@@ -205,7 +223,10 @@ def test_ill_typed_launch_json_profile_is_reported(tmp_path):
     [
         (lambda root: None, "no audit records under"),
         (lambda root: os.mkfifo(root / "proc-h-1.jsonl"), "no valid audit record could be read"),
-        (lambda root: (root / "proc-h-1.jsonl").write_text("[]\n\"x\"\n"), "proc-h-1.jsonl:1: not a JSON object"),
+        (
+            lambda root: (root / "proc-h-1.jsonl").write_text('[]\n"x"\n'),
+            "proc-h-1.jsonl:1: not a JSON object",
+        ),
         (lambda root: (root / "launch.json").write_text("[]"), "launch.json:1: not a JSON object but a list"),
     ],
     ids=["empty", "only a fifo", "only garbage", "list-valued launch.json only"],
@@ -249,7 +270,9 @@ def test_json_output_lists_unreadable(tmp_path):
     run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": [*good_process(), "[]"]}, META)
     result = CliRunner().invoke(main, ["audit", str(run), "--json"])
     data = json.loads(result.output)
-    assert data["unreadable"] == [{"file": "proc-h-100.jsonl", "line": 5, "reason": "not a JSON object but a list"}]
+    assert data["unreadable"] == [
+        {"file": "proc-h-100.jsonl", "line": 5, "reason": "not a JSON object but a list"}
+    ]
 
 
 def test_valid_records_of_the_real_writer_pass_the_schema(tmp_path):
@@ -269,27 +292,54 @@ def test_valid_records_of_the_real_writer_pass_the_schema(tmp_path):
 # --- fuzz ------------------------------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=12,
 )
-ENV_VALUES = st.dictionaries(st.sampled_from(["NCCL_PROTO", "NCCL_ALGO", "NCCL_BUFFSIZE"]), st.text(max_size=8), max_size=3)
+ENV_VALUES = st.dictionaries(
+    st.sampled_from(["NCCL_PROTO", "NCCL_ALGO", "NCCL_BUFFSIZE"]), st.text(max_size=8), max_size=3
+)
 # Values shaped like the fields the judge reads, so that most generated records pass the schema
 # and reach the judge; a mutation then breaks some of them (random JSON alone rarely would pass).
 TEXT = st.text(max_size=8)
 GROUP = st.fixed_dictionaries({}, optional={"unique_name": st.none() | TEXT, "group": st.none() | TEXT})
 FIELD = {
-    "env": ENV_VALUES, "expected_env": ENV_VALUES, "process_env": ENV_VALUES, "group_overrides": st.none() | ENV_VALUES,
+    "env": ENV_VALUES,
+    "expected_env": ENV_VALUES,
+    "process_env": ENV_VALUES,
+    "group_overrides": st.none() | ENV_VALUES,
     "ranks": st.lists(st.integers(-2, 2**40), max_size=4),
-    "writes": st.lists(st.fixed_dictionaries({"name": TEXT}, optional={"before": st.none() | TEXT, "after": st.none() | TEXT}), max_size=3),
-    "overwrites": st.lists(st.fixed_dictionaries(
-        {"name": TEXT, "profile_value": st.none() | TEXT},
-        optional={"restored": st.booleans(), "foreign_value": st.none() | TEXT}), max_size=3),
-    "mismatches": st.lists(st.fixed_dictionaries(
-        {"variable": TEXT, "values_by_rank": st.dictionaries(TEXT, st.none() | TEXT, max_size=3)}), max_size=3),
+    "writes": st.lists(
+        st.fixed_dictionaries(
+            {"name": TEXT}, optional={"before": st.none() | TEXT, "after": st.none() | TEXT}
+        ),
+        max_size=3,
+    ),
+    "overwrites": st.lists(
+        st.fixed_dictionaries(
+            {"name": TEXT, "profile_value": st.none() | TEXT},
+            optional={"restored": st.booleans(), "foreign_value": st.none() | TEXT},
+        ),
+        max_size=3,
+    ),
+    "mismatches": st.lists(
+        st.fixed_dictionaries(
+            {"variable": TEXT, "values_by_rank": st.dictionaries(TEXT, st.none() | TEXT, max_size=3)}
+        ),
+        max_size=3,
+    ),
     "uncovered": st.lists(st.fixed_dictionaries({"target": TEXT}), max_size=2),
-    "server_flags": st.dictionaries(st.sampled_from(["tp_size", "dp_size", "pp_size", "nnodes"]),
-                                    st.integers(-2, 10**6) | TEXT | st.none(), max_size=4),
+    "server_flags": st.dictionaries(
+        st.sampled_from(["tp_size", "dp_size", "pp_size", "nnodes"]),
+        st.integers(-2, 10**6) | TEXT | st.none(),
+        max_size=4,
+    ),
     "draft": st.none() | st.dictionaries(TEXT, GROUP, max_size=3),
     "verify": st.none() | st.dictionaries(TEXT, GROUP, max_size=3),
     "current_tp": st.none() | GROUP,
@@ -310,8 +360,12 @@ def records(draw) -> str:
         return draw(st.binary(max_size=60)).decode("latin-1")
     event = draw(st.sampled_from(sorted(EVENT_SCHEMAS)))
     schema = EVENT_SCHEMAS[event]
-    record: dict = {"ts": 1.0, "pid": draw(st.integers(-5, 2**40)),
-                    "role": draw(st.sampled_from(["child", "launcher", "scheduler_TP0", "x"])), "event": event}
+    record: dict = {
+        "ts": 1.0,
+        "pid": draw(st.integers(-5, 2**40)),
+        "role": draw(st.sampled_from(["child", "launcher", "scheduler_TP0", "x"])),
+        "event": event,
+    }
     for name in schema.required:
         record[name] = draw(FIELD.get(name, TEXT))
     for name in schema.optional:
@@ -379,10 +433,14 @@ def deserved(report) -> str:
     or any caveat makes a pass at best a warning.
     """
     marks = [p.verdict for p in report.processes] + [c.verdict for c in report.communicators]
-    real = (any(p.sglang_rank for p in report.processes) or report.communicators
-            or any(r.get("reads") for r in report.nccl_reads.values()))
+    real = (
+        any(p.sglang_rank for p in report.processes)
+        or report.communicators
+        or any(r.get("reads") for r in report.nccl_reads.values())
+    )
     silent_rank = any(
-        p.sglang_rank and not any(c.pid == p.pid for c in report.communicators)
+        p.sglang_rank
+        and not any(c.pid == p.pid for c in report.communicators)
         and not any("ranks disagree" in n for n in p.notes)
         for p in report.processes
     )
@@ -405,17 +463,51 @@ def _reads_file(run: Path, pid: int, records: list[dict]) -> None:
         ([{"event": "counts", "reads": [], "unrecorded": 0}], "–", "NCCL never initialised the env plugin"),
         ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"}], "–", "read no variable through it"),
         # Reads only of variables the profile does not set: listed, nothing judged.
-        ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
-          {"event": "read", "name": "NCCL_DEBUG", "value": None, "source": "environment", "environment": None,
-           "disagrees": False}], "–",
-         "none that the profile sets"),
-        ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
-          {"event": "read", "name": "NCCL_PROTO", "value": "LL", "source": "profile", "environment": "LL",
-           "disagrees": False}], "✓", "NCCL_PROTO=LL  [profile]"),
-        ([{"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
-          {"event": "read", "name": "NCCL_PROTO", "value": "Simple", "source": "environment", "environment": "Simple",
-           "disagrees": False}], "✗",
-         "NCCL read NCCL_PROTO=Simple (environment); the profile says LL"),
+        (
+            [
+                {"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
+                {
+                    "event": "read",
+                    "name": "NCCL_DEBUG",
+                    "value": None,
+                    "source": "environment",
+                    "environment": None,
+                    "disagrees": False,
+                },
+            ],
+            "–",
+            "none that the profile sets",
+        ),
+        (
+            [
+                {"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
+                {
+                    "event": "read",
+                    "name": "NCCL_PROTO",
+                    "value": "LL",
+                    "source": "profile",
+                    "environment": "LL",
+                    "disagrees": False,
+                },
+            ],
+            "✓",
+            "NCCL_PROTO=LL  [profile]",
+        ),
+        (
+            [
+                {"event": "env_init", "nccl_version": "2.28.7", "abi": "v1"},
+                {
+                    "event": "read",
+                    "name": "NCCL_PROTO",
+                    "value": "Simple",
+                    "source": "environment",
+                    "environment": "Simple",
+                    "disagrees": False,
+                },
+            ],
+            "✗",
+            "NCCL read NCCL_PROTO=Simple (environment); the profile says LL",
+        ),
     ],
     ids=["never-loaded", "no-reads", "only-other-variables", "read-as-profiled", "read-otherwise"],
 )
@@ -442,7 +534,9 @@ def test_the_verdict_line_says_when_no_communicator_was_checked(tmp_path):
     gloo[-1] = {**gloo[-1], "torch_comm": "gloo", "backend": "gloo"}
     run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": gloo}, META)
     report = load_report(run)
-    assert report.verdict == "ok" and all(c.verdict == "absent" for c in report.communicators), report.communicators
+    assert report.verdict == "ok" and all(c.verdict == "absent" for c in report.communicators), (
+        report.communicators
+    )
     assert format_text(report).endswith("(no NCCL communicator existed to check)")
     run = write_launch(tmp_path / "run2", {"proc-h-100.jsonl": good_process()}, META)
     assert format_text(load_report(run)).endswith("in every audited process and communicator")
@@ -450,8 +544,14 @@ def test_the_verdict_line_says_when_no_communicator_was_checked(tmp_path):
 
 # --- NCCL's reads logs: read by the same reader, judged only where they belong ----------------------
 
-READ_LL = {"event": "read", "name": "NCCL_PROTO", "value": "LL", "source": "profile", "environment": "LL",
-           "disagrees": False}
+READ_LL = {
+    "event": "read",
+    "name": "NCCL_PROTO",
+    "value": "LL",
+    "source": "profile",
+    "environment": "LL",
+    "disagrees": False,
+}
 ENV_INIT = {"event": "env_init", "nccl_version": "2.32.3", "abi": "v2", "library_version": "x"}
 
 
@@ -463,10 +563,14 @@ def _launch_with_reads(tmp_path, lines: list, declared: bool = True, name: str =
 
 
 def test_read_counts_reach_the_report_and_json(tmp_path):
-    counts = {"event": "counts", "reads": [{**{k: READ_LL[k] for k in ("name", "value", "source", "environment")},
-                                             "count": 7}], "unrecorded": 3}
-    report = _launch_with_reads(tmp_path, [reads_header(), reads_line(**ENV_INIT), reads_line(**READ_LL),
-                                           reads_line(**counts)])
+    counts = {
+        "event": "counts",
+        "reads": [{**{k: READ_LL[k] for k in ("name", "value", "source", "environment")}, "count": 7}],
+        "unrecorded": 3,
+    }
+    report = _launch_with_reads(
+        tmp_path, [reads_header(), reads_line(**ENV_INIT), reads_line(**READ_LL), reads_line(**counts)]
+    )
     assert report.verdict == "ok" and report.unreadable == []
     (entry,) = report.nccl_reads.values()
     assert entry["unrecorded"] == 3 and entry["reads"][0]["count"] == 7
@@ -483,16 +587,28 @@ def test_read_counts_reach_the_report_and_json(tmp_path):
         ([reads_header(), reads_line(**READ_LL)], False, "did not declare creating"),
         ([reads_header(pid=101), reads_line(**READ_LL, pid=101)], True, "left no audit records"),
         ([reads_header(), reads_line(**{**READ_LL, "pid": 555})], True, "is not from pid 100"),
-        ([reads_header(), "not json", reads_line(**{**READ_LL, "disagrees": "no"}),
-          reads_line(**{**READ_LL, "value": float("nan")})], True, "not valid JSON"),
+        (
+            [
+                reads_header(),
+                "not json",
+                reads_line(**{**READ_LL, "disagrees": "no"}),
+                reads_line(**{**READ_LL, "value": float("nan")}),
+            ],
+            True,
+            "not valid JSON",
+        ),
         ([reads_header(), reads_line("read", name="NCCL_PROTO")], True, "missing field"),
         ([reads_header(), reads_line("gossip", note="x")], True, "unknown event 'gossip'"),
     ],
     ids=["no-header", "undeclared", "orphan", "other-pid", "junk", "ill-typed", "unknown-event"],
 )
 def test_a_reads_log_or_line_that_cannot_be_judged_is_listed_and_demotes(tmp_path, lines, declared, why):
-    report = _launch_with_reads(tmp_path, lines, declared, name="nccl-reads-h-101.jsonl" if "audit records" in why
-                                else "nccl-reads-h-100.jsonl")
+    report = _launch_with_reads(
+        tmp_path,
+        lines,
+        declared,
+        name="nccl-reads-h-101.jsonl" if "audit records" in why else "nccl-reads-h-100.jsonl",
+    )
     assert any(why in u.reason for u in report.unreadable), report.unreadable
     assert report.verdict == "warn", report.verdict  # nothing else is wrong: the pass is qualified, never ✓
     assert "Not judged" in format_text(report)
@@ -520,8 +636,9 @@ def test_a_correctness_conflict_without_a_message_is_a_failure_not_a_crash(tmp_p
 
 def test_untrusted_text_cannot_drive_the_terminal(tmp_path):
     evil = "tp\x1b[2J\rVerdict: ✓ forged\x07"
-    records = good_process() + [rec("group_created", 100, group=evil, ranks=[0, 1], env={"NCCL_PROTO": "x"},
-                                    torch_comm="lazy-nccl")]
+    records = good_process() + [
+        rec("group_created", 100, group=evil, ranks=[0, 1], env={"NCCL_PROTO": "x"}, torch_comm="lazy-nccl")
+    ]
     run = write_launch(tmp_path / "run", {"proc-h-100.jsonl": records}, META)
     text = format_text(load_report(run), verbose=True)
     assert "\x1b" not in text and "\r" not in text and "\x07" not in text

@@ -25,27 +25,74 @@ ENV_CASES = [
     ("NCCL_BUFFSIZE=8MB", "NCCL_BUFFSIZE", "8MB", "write the byte count, e.g. NCCL_BUFFSIZE=8388608"),
     ("NCCL_BUFFSIZE=16k", "NCCL_BUFFSIZE", "16k", "write the byte count, e.g. NCCL_BUFFSIZE=16384"),
     ("NCCL_BUFFSIZE=1.5G", "NCCL_BUFFSIZE", "1.5G", "write the byte count, e.g. NCCL_BUFFSIZE=1610612736"),
-    ("NCCL_BUFFSIZE=-1", "NCCL_BUFFSIZE", "-1", "remove NCCL_BUFFSIZE to keep NCCL's default, or give a positive byte count"),
-    ("NCCL_BUFFSIZE=0", "NCCL_BUFFSIZE", "0", "remove NCCL_BUFFSIZE to keep NCCL's default, or give a positive byte count"),
-    ("NCCL_BUFFSIZE=016777216", "NCCL_BUFFSIZE", "016777216", "remove the leading zero: NCCL_BUFFSIZE=16777216"),
+    (
+        "NCCL_BUFFSIZE=-1",
+        "NCCL_BUFFSIZE",
+        "-1",
+        "remove NCCL_BUFFSIZE to keep NCCL's default, or give a positive byte count",
+    ),
+    (
+        "NCCL_BUFFSIZE=0",
+        "NCCL_BUFFSIZE",
+        "0",
+        "remove NCCL_BUFFSIZE to keep NCCL's default, or give a positive byte count",
+    ),
+    (
+        "NCCL_BUFFSIZE=016777216",
+        "NCCL_BUFFSIZE",
+        "016777216",
+        "remove the leading zero: NCCL_BUFFSIZE=16777216",
+    ),
     ("NCCL_BUFFSIZE=", "NCCL_BUFFSIZE", "", "remove NCCL_BUFFSIZE or give a positive number of bytes"),
-    ("NCCL_LL128_BUFFSIZE=big", "NCCL_LL128_BUFFSIZE", "big", "give a positive number of bytes, e.g. NCCL_LL128_BUFFSIZE=1"),
-    ("NCCL_P2P_NET_CHUNKSIZE=128K", "NCCL_P2P_NET_CHUNKSIZE", "128K", "write the byte count, e.g. NCCL_P2P_NET_CHUNKSIZE=131072"),
+    (
+        "NCCL_LL128_BUFFSIZE=big",
+        "NCCL_LL128_BUFFSIZE",
+        "big",
+        "give a positive number of bytes, e.g. NCCL_LL128_BUFFSIZE=1",
+    ),
+    (
+        "NCCL_P2P_NET_CHUNKSIZE=128K",
+        "NCCL_P2P_NET_CHUNKSIZE",
+        "128K",
+        "write the byte count, e.g. NCCL_P2P_NET_CHUNKSIZE=131072",
+    ),
     ("NCCL_P2P_LEVEL=nvl", "NCCL_P2P_LEVEL", "nvl", "write NCCL_P2P_LEVEL=NVL"),
     ("NCCL_P2P_LEVEL=Sys", "NCCL_P2P_LEVEL", "Sys", "write NCCL_P2P_LEVEL=SYS"),
-    ("NCCL_P2P_LEVEL=NVLINK", "NCCL_P2P_LEVEL", "NVLINK",
-     "use one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS or a legacy integer 0-5"),
+    (
+        "NCCL_P2P_LEVEL=NVLINK",
+        "NCCL_P2P_LEVEL",
+        "NVLINK",
+        "use one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS or a legacy integer 0-5",
+    ),
     ("NCCL_NET_GDR_LEVEL=phb", "NCCL_NET_GDR_LEVEL", "phb", "write NCCL_NET_GDR_LEVEL=PHB"),
     ("NCCL_PROTO=LL,foo", "NCCL_PROTO", "LL,foo", "use protocols from: LL, LL128, Simple"),
-    ("NCCL_PROTO=LL^", "NCCL_PROTO", "LL^", "exclude with a leading '^' before the whole list, e.g. NCCL_PROTO=^LL"),
+    (
+        "NCCL_PROTO=LL^",
+        "NCCL_PROTO",
+        "LL^",
+        "exclude with a leading '^' before the whole list, e.g. NCCL_PROTO=^LL",
+    ),
     ("NCCL_PROTO=^", "NCCL_PROTO", "^", "list what to exclude, e.g. NCCL_PROTO=^LL"),
     ("NCCL_PROTO=LL;LL128", "NCCL_PROTO", "LL;LL128", "prefix it, e.g. AllReduce:LL128"),
-    ("NCCL_PROTO=Simple;allgathr:LL", "NCCL_PROTO", "Simple;allgathr:LL",
-     "use one of Broadcast, Reduce, AllGather, ReduceScatter, AllReduce (case-insensitive)"),
+    (
+        "NCCL_PROTO=Simple;allgathr:LL",
+        "NCCL_PROTO",
+        "Simple;allgathr:LL",
+        "use one of Broadcast, Reduce, AllGather, ReduceScatter, AllReduce (case-insensitive)",
+    ),
     ("NCCL_PROTO=allreduce:", "NCCL_PROTO", "allreduce:", "give protocols after 'allreduce:'"),
-    ("NCCL_ALGO=Rings", "NCCL_ALGO", "Rings", "use algorithms from: Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT"),
-    ("NCCL_ALGO=allreduce:tree:ring", "NCCL_ALGO", "allreduce:tree:ring",
-     "write one 'function:list' per section, sections separated by ';'"),
+    (
+        "NCCL_ALGO=Rings",
+        "NCCL_ALGO",
+        "Rings",
+        "use algorithms from: Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT",
+    ),
+    (
+        "NCCL_ALGO=allreduce:tree:ring",
+        "NCCL_ALGO",
+        "allreduce:tree:ring",
+        "write one 'function:list' per section, sections separated by ';'",
+    ),
     ("NCCL_ALGO=", "NCCL_ALGO", "", "remove NCCL_ALGO"),
     ("NCCL_NTHREADS=100", "NCCL_NTHREADS", "100", "use 96 or 128"),
     ("NCCL_NTHREADS=1024", "NCCL_NTHREADS", "1024", "choose an integer in [64, 512]"),
@@ -55,31 +102,76 @@ ENV_CASES = [
     ("NCCL_MAX_NCHANNELS=65", "NCCL_MAX_NCHANNELS", "65", "choose an integer in [1, 64]"),
     ("NCCL_MIN_CTAS=128", "NCCL_MIN_CTAS", "128", "choose an integer in [1, 64]"),
     ("NCCL_MAX_CTAS=-4", "NCCL_MAX_CTAS", "-4", "choose an integer in [1, 64]"),
-    ("NCCL_CUMEM_ENABLE=true", "NCCL_CUMEM_ENABLE", "true", "use NCCL_CUMEM_ENABLE=1 to enable or NCCL_CUMEM_ENABLE=0 to disable"),
+    (
+        "NCCL_CUMEM_ENABLE=true",
+        "NCCL_CUMEM_ENABLE",
+        "true",
+        "use NCCL_CUMEM_ENABLE=1 to enable or NCCL_CUMEM_ENABLE=0 to disable",
+    ),
     # A *_DISABLE switch: 1 turns the feature off, and the fix says so.
-    ("NCCL_IB_DISABLE=yes", "NCCL_IB_DISABLE", "yes", "use NCCL_IB_DISABLE=1 to disable or NCCL_IB_DISABLE=0 to leave enabled"),
-    ("NCCL_SHM_DISABLE=2", "NCCL_SHM_DISABLE", "2", "use NCCL_SHM_DISABLE=1 to disable or NCCL_SHM_DISABLE=0 to leave enabled"),
+    (
+        "NCCL_IB_DISABLE=yes",
+        "NCCL_IB_DISABLE",
+        "yes",
+        "use NCCL_IB_DISABLE=1 to disable or NCCL_IB_DISABLE=0 to leave enabled",
+    ),
+    (
+        "NCCL_SHM_DISABLE=2",
+        "NCCL_SHM_DISABLE",
+        "2",
+        "use NCCL_SHM_DISABLE=1 to disable or NCCL_SHM_DISABLE=0 to leave enabled",
+    ),
     ("NCCL_NVLS_ENABLE=3", "NCCL_NVLS_ENABLE", "3", "use one of: 0, 1, 2"),
-    ("NCCL_DEBUG_FILE=~/nccl.%p.log", "NCCL_DEBUG_FILE", "~/nccl.%p.log", "write an absolute path such as <log dir>/nccl.%h.%p.log"),
+    (
+        "NCCL_DEBUG_FILE=~/nccl.%p.log",
+        "NCCL_DEBUG_FILE",
+        "~/nccl.%p.log",
+        "write an absolute path such as <log dir>/nccl.%h.%p.log",
+    ),
     ("NCCL_DEBUG_FILE=nccl.%t.%p", "NCCL_DEBUG_FILE", "nccl.%t.%p", "use only %h, %p or %%"),
     ("NCCL_DEBUG=verbose", "NCCL_DEBUG", "verbose", "use one of VERSION, WARN, INFO, ABORT, TRACE"),
-    ("NCCL_DEBUG_SUBSYS=INIT,FOO", "NCCL_DEBUG_SUBSYS", "INIT,FOO",
-     "use a comma list of INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, NVLS, BOOTSTRAP, REG, "
-     "PROFILE, RAS, ALL, ALLOC_HOST, DESTROY (a leading ^ inverts the list)"),
-    ("NCCL_SOCKET_IFNAME=e", "NCCL_SOCKET_IFNAME", "e", "give interface name prefixes such as eth0 or ^docker,lo"),
+    (
+        "NCCL_DEBUG_SUBSYS=INIT,FOO",
+        "NCCL_DEBUG_SUBSYS",
+        "INIT,FOO",
+        "use a comma list of INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, NVLS, BOOTSTRAP, REG, "
+        "PROFILE, RAS, ALL, ALLOC_HOST, DESTROY (a leading ^ inverts the list)",
+    ),
+    (
+        "NCCL_SOCKET_IFNAME=e",
+        "NCCL_SOCKET_IFNAME",
+        "e",
+        "give interface name prefixes such as eth0 or ^docker,lo",
+    ),
     ("NCCL_IB_TIMEOUT=40", "NCCL_IB_TIMEOUT", "40", "choose an integer in [1, 31]"),
-    ("NCCL_THREAD_THRESHOLDS=64,256", "NCCL_THREAD_THRESHOLDS", "64,256",
-     "write six numbers, e.g. NCCL_THREAD_THRESHOLDS='64 256 256 64 256 256' (-2 keeps a default)"),
+    (
+        "NCCL_THREAD_THRESHOLDS=64,256",
+        "NCCL_THREAD_THRESHOLDS",
+        "64,256",
+        "write six numbers, e.g. NCCL_THREAD_THRESHOLDS='64 256 256 64 256 256' (-2 keeps a default)",
+    ),
     ("NCCL_COMM_ID=nohostport", "NCCL_COMM_ID", "nohostport", "write e.g. NCCL_COMM_ID=10.0.0.1:29500"),
-    ("NCCL_CTA_POLICY=FAST", "NCCL_CTA_POLICY", "FAST",
-     "use 0 (DEFAULT), 1 (EFFICIENCY), 2 (ZERO) or from NCCL 2.29 names joined by '|'"),
+    (
+        "NCCL_CTA_POLICY=FAST",
+        "NCCL_CTA_POLICY",
+        "FAST",
+        "use 0 (DEFAULT), 1 (EFFICIENCY), 2 (ZERO) or from NCCL 2.29 names joined by '|'",
+    ),
     ("NCCL_SOCKET_FAMILY=inet", "NCCL_SOCKET_FAMILY", "inet", "use one of: AF_INET, AF_INET6"),
-    ("NCCL_PORTO=LL", "NCCL_PORTO", None,
-     "did you mean NCCL_PROTO or NCCL_NET or NCCL_ALGO? if it is new in your NCCL release, allow it with "
-     "allow_unknown = true (profile [policy]) or --allow-unknown"),
-    ("NCCL_BUFFERSIZE=4194304", "NCCL_BUFFERSIZE", None,
-     "did you mean NCCL_BUFFSIZE or NCCL_LL_BUFFSIZE or NCCL_LL128_BUFFSIZE? if it is new in your NCCL release, allow "
-     "it with allow_unknown = true (profile [policy]) or --allow-unknown"),
+    (
+        "NCCL_PORTO=LL",
+        "NCCL_PORTO",
+        None,
+        "did you mean NCCL_PROTO or NCCL_NET or NCCL_ALGO? if it is new in your NCCL release, allow it with "
+        "allow_unknown = true (profile [policy]) or --allow-unknown",
+    ),
+    (
+        "NCCL_BUFFERSIZE=4194304",
+        "NCCL_BUFFERSIZE",
+        None,
+        "did you mean NCCL_BUFFSIZE or NCCL_LL_BUFFSIZE or NCCL_LL128_BUFFSIZE? if it is new in your NCCL release, allow "
+        "it with allow_unknown = true (profile [policy]) or --allow-unknown",
+    ),
     ("nccl_proto=LL", "nccl_proto", None, "write NCCL_PROTO"),
     ("LD_PRELOAD=libevil.so", "LD_PRELOAD", None, NOT_NCCL),
     ("PATH=/tmp", "PATH", None, NOT_NCCL),
@@ -125,7 +217,18 @@ def test_validate_refuses_bad_setting(runner, clean_environ, item, variable, val
 
 
 def test_all_errors_reported_together(runner, clean_environ):
-    result = runner.invoke(main, ["validate", "--nccl-env", "NCCL_BUFFSIZE=4M", "--nccl-env", "NCCL_P2P_LEVEL=nvl", "--nccl-env", "LD_PRELOAD=x"])
+    result = runner.invoke(
+        main,
+        [
+            "validate",
+            "--nccl-env",
+            "NCCL_BUFFSIZE=4M",
+            "--nccl-env",
+            "NCCL_P2P_LEVEL=nvl",
+            "--nccl-env",
+            "LD_PRELOAD=x",
+        ],
+    )
     assert result.exit_code == 1
     assert "3 problem(s)" in result.output
     for name in ("NCCL_BUFFSIZE", "NCCL_P2P_LEVEL", "LD_PRELOAD"):
@@ -150,35 +253,76 @@ FILE_CASES = [
     ("[env\nNCCL_PROTO='LL'", FILE, "malformed TOML", "fix the TOML syntax (see the line/column above)"),
     ("[env]\nNCCL_PROTO = true", "NCCL_PROTO", "TOML booleans", 'write NCCL_PROTO = "<value>"'),
     ("[env]\nNCCL_IB_DISABLE = true", "NCCL_IB_DISABLE", "TOML booleans", 'write NCCL_IB_DISABLE = "1"'),
-    ("[env]\nNCCL_CUMEM_ENABLE = false", "NCCL_CUMEM_ENABLE", "TOML booleans", 'write NCCL_CUMEM_ENABLE = "0"'),
+    (
+        "[env]\nNCCL_CUMEM_ENABLE = false",
+        "NCCL_CUMEM_ENABLE",
+        "TOML booleans",
+        'write NCCL_CUMEM_ENABLE = "0"',
+    ),
     ("[env]\nNCCL_BUFFSIZE = 4.5", "NCCL_BUFFSIZE", "not float", 'write NCCL_BUFFSIZE = "<value>"'),
     ("[env]\nNCCL_PROTO = ['LL']", "NCCL_PROTO", "not list", 'write NCCL_PROTO = "<value>"'),
-    ("[envs]\nNCCL_PROTO = 'LL'", "envs", "unknown key/section",
-     "use only: description, env, extends, groups, name, nodes, policy, tuner (NCCL variables go under [env])"),
+    (
+        "[envs]\nNCCL_PROTO = 'LL'",
+        "envs",
+        "unknown key/section",
+        "use only: description, env, extends, groups, name, nodes, policy, tuner (NCCL variables go under [env])",
+    ),
     ("[env.nested]\nX = 1", "nested", "nested table", "flatten it"),
-    ("[groups.tp.env]\nNCCL_BUFFSIZE = '4194304'", "NCCL_BUFFSIZE", "once per process",
-     "move NCCL_BUFFSIZE to [env] (same value in every group); only per-communicator variables (NCCL_ALGO, "
-     "NCCL_COLLNET_ENABLE, NCCL_COMM_ID, NCCL_GRAPH_DUMP_FILE, NCCL_GRAPH_FILE, NCCL_NET, NCCL_NET_MERGE_LEVEL, "
-     "NCCL_PROTO, NCCL_THREAD_THRESHOLDS, NCCL_TOPO_DUMP_FILE, NCCL_TOPO_FILE) may differ per group"),
+    (
+        "[groups.tp.env]\nNCCL_BUFFSIZE = '4194304'",
+        "NCCL_BUFFSIZE",
+        "once per process",
+        "move NCCL_BUFFSIZE to [env] (same value in every group); only per-communicator variables (NCCL_ALGO, "
+        "NCCL_COLLNET_ENABLE, NCCL_COMM_ID, NCCL_GRAPH_DUMP_FILE, NCCL_GRAPH_FILE, NCCL_NET, NCCL_NET_MERGE_LEVEL, "
+        "NCCL_PROTO, NCCL_THREAD_THRESHOLDS, NCCL_TOPO_DUMP_FILE, NCCL_TOPO_FILE) may differ per group",
+    ),
     ("[groups.tp]\nNCCL_ALGO = 'Tree'", "groups.tp", "only contain an env table", "write [groups.tp.env]"),
-    ("[nodes.1.env]\nNCCL_PROTO = 'LL'", "NCCL_PROTO", "every rank of a communicator must hold the same",
-     "move NCCL_PROTO to [env]; per-node sections are for node-local variables such as NCCL_SOCKET_IFNAME, "
-     "NCCL_IB_HCA, NCCL_TOPO_FILE"),
-    ("[nodes.x.env]\nNCCL_SOCKET_IFNAME = 'eth0'", "nodes.x", "keyed by node rank", "write [nodes.0.env], [nodes.1.env], ..."),
-    ("[policy]\nconsistency = 'maybe'", "policy.consistency", "error, warn or off", 'write consistency = "error"'),
-    ("[policy]\nmystery = 1", "policy.mystery", "unknown policy option",
-     "use one of: allow_partial, allow_unknown, audit_dir, audit_required, consistency, consistency_timeout_s, "
-     "mechanism, nccl_version, sglang_wins"),
-    ("[policy]\nconsistency_timeout_s = -1", "policy.consistency_timeout_s", "number of seconds",
-     "write consistency_timeout_s = 60"),
-    ("extends = '/etc/passwd'", "extends", "built-in profile",
-     f"use one of: {BUILTINS}, or pass several --profile options"),
+    (
+        "[nodes.1.env]\nNCCL_PROTO = 'LL'",
+        "NCCL_PROTO",
+        "every rank of a communicator must hold the same",
+        "move NCCL_PROTO to [env]; per-node sections are for node-local variables such as NCCL_SOCKET_IFNAME, "
+        "NCCL_IB_HCA, NCCL_TOPO_FILE",
+    ),
+    (
+        "[nodes.x.env]\nNCCL_SOCKET_IFNAME = 'eth0'",
+        "nodes.x",
+        "keyed by node rank",
+        "write [nodes.0.env], [nodes.1.env], ...",
+    ),
+    (
+        "[policy]\nconsistency = 'maybe'",
+        "policy.consistency",
+        "error, warn or off",
+        'write consistency = "error"',
+    ),
+    (
+        "[policy]\nmystery = 1",
+        "policy.mystery",
+        "unknown policy option",
+        "use one of: allow_partial, allow_unknown, audit_dir, audit_required, consistency, consistency_timeout_s, "
+        "mechanism, nccl_version, sglang_wins",
+    ),
+    (
+        "[policy]\nconsistency_timeout_s = -1",
+        "policy.consistency_timeout_s",
+        "number of seconds",
+        "write consistency_timeout_s = 60",
+    ),
+    (
+        "extends = '/etc/passwd'",
+        "extends",
+        "built-in profile",
+        f"use one of: {BUILTINS}, or pass several --profile options",
+    ),
     ("[env]\nLD_PRELOAD = 'libx.so'", "LD_PRELOAD", "NCCL_* and TORCH_NCCL_*", NOT_NCCL),
     ("[groups.tp.env]\nLD_PRELOAD = 'libx.so'", "LD_PRELOAD", "NCCL_* and TORCH_NCCL_*", NOT_NCCL),
 ]
 
 
-@pytest.mark.parametrize("toml,variable,rule,fix", FILE_CASES, ids=[c[0].splitlines()[-1] for c in FILE_CASES])
+@pytest.mark.parametrize(
+    "toml,variable,rule,fix", FILE_CASES, ids=[c[0].splitlines()[-1] for c in FILE_CASES]
+)
 def test_bad_profile_files(runner, clean_environ, tmp_path, toml, variable, rule, fix):
     f = tmp_path / "bad.toml"
     f.write_text(toml)
@@ -221,15 +365,22 @@ def test_unknown_builtin_name(runner, clean_environ):
     result = runner.invoke(main, ["validate", "pcie-16gpu"])
     assert result.exit_code == 1
     assert "profile='pcie-16gpu': no built-in profile has this name" in result.output
-    assert "Fix: use a built-in profile (pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file" in result.output
+    assert (
+        "Fix: use a built-in profile (pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file" in result.output
+    )
 
 
 # (command, the fix the plugin writes); every one refuses with exit 2 and changes nothing.
 COMMAND_CASES = [
-    (["profiles", "show", "pcie-8gpu", "--nccl-env", "NCCL_BUFFSIZE=4M"], "write the byte count, e.g. NCCL_BUFFSIZE=4194304"),
+    (
+        ["profiles", "show", "pcie-8gpu", "--nccl-env", "NCCL_BUFFSIZE=4M"],
+        "write the byte count, e.g. NCCL_BUFFSIZE=4194304",
+    ),
     (["doctor", "--nccl-env", "NCCL_P2P_LEVEL=nvl"], "write NCCL_P2P_LEVEL=NVL"),
-    (["launch", "--dry-run", "--nccl-env", "NCCL_PROTO=bogus", "--", "--model-path", "m"],
-     "use protocols from: LL, LL128, Simple"),
+    (
+        ["launch", "--dry-run", "--nccl-env", "NCCL_PROTO=bogus", "--", "--model-path", "m"],
+        "use protocols from: LL, LL128, Simple",
+    ),
     (["preflight", "--tp", "2", "--nccl-env", "LD_PRELOAD=x"], NOT_NCCL),
     (["env", "--nccl-env", "NCCL_BUFFSIZE=4M"], "write the byte count, e.g. NCCL_BUFFSIZE=4194304"),
 ]
@@ -271,7 +422,9 @@ def test_env_command_prints_gate_profile_and_nccl_values(runner, clean_environ, 
 
     from sglang_eagle_nccl.profile.resolve import decode_handoff
 
-    result = runner.invoke(main, ["env", "--profile", "pcie-8gpu", "--format", "json", "--audit-dir", str(tmp_path / "a")])
+    result = runner.invoke(
+        main, ["env", "--profile", "pcie-8gpu", "--format", "json", "--audit-dir", str(tmp_path / "a")]
+    )
     assert result.exit_code == 0, result.output
     env = json.loads(result.output)
     assert env["SGLANG_EAGLE_NCCL"] == "1" and env["NCCL_PROTO"] == "LL"
@@ -297,7 +450,11 @@ def test_doctor_reads_nccl_conf_files_with_nccl_precedence(runner, clean_environ
     eff = {r["name"]: r for r in data["effective"]}
     assert eff["NCCL_PROTO"]["value"] == "LL" and eff["NCCL_PROTO"]["source"] == "profile"
     assert "NCCL_CONF_FILE" in eff["NCCL_PROTO"]["overrides"] or str(conf) in eff["NCCL_PROTO"]["overrides"]
-    assert eff["NCCL_SOCKET_IFNAME"] == {"name": "NCCL_SOCKET_IFNAME", "value": "lo", "source": "environment"}  # env beats conf file
+    assert eff["NCCL_SOCKET_IFNAME"] == {
+        "name": "NCCL_SOCKET_IFNAME",
+        "value": "lo",
+        "source": "environment",
+    }  # env beats conf file
     problems = " ".join(data["problems"])
     assert "comments are skipped only by NCCL >= 2.26" in problems
     assert "spaces around '='" in problems

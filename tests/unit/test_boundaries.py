@@ -18,13 +18,17 @@ from packaging.version import Version
 from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 from sglang_eagle_nccl.knowledge.sglang import callgraph, patchsets
 
-FACTS = toml_loads((Path(__file__).resolve().parents[1] / "fixtures" / "sglang_facts" / "resolution.toml").read_text("utf-8"))
+FACTS = toml_loads(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "sglang_facts" / "resolution.toml").read_text("utf-8")
+)
 RESOLUTION = {r["version"]: r for r in FACTS["release"]}
 
 
 def _resolution_hooks(version: str) -> list[patchsets.Hook]:
     selection = patchsets.select(version)
-    return [h for h in selection.patch_set.hooks_for(Version(version)) if h.handler == "server_args_resolution"]
+    return [
+        h for h in selection.patch_set.hooks_for(Version(version)) if h.handler == "server_args_resolution"
+    ]
 
 
 def _correctness_variables(version: str) -> list[str]:
@@ -37,8 +41,14 @@ def test_the_resolution_hook_reaches_every_correctness_write(version):
     files = RESOLUTION[version]["files"]
     tree = callgraph.SourceTree(files.get)
     variables = _correctness_variables(version)
-    writes = [w for rel in files if rel.endswith(".py")
-              for w in callgraph.writes_in_module(tree, rel[:-3].replace("/", ".").removesuffix(".__init__"), variables)]
+    writes = [
+        w
+        for rel in files
+        if rel.endswith(".py")
+        for w in callgraph.writes_in_module(
+            tree, rel[:-3].replace("/", ".").removesuffix(".__init__"), variables
+        )
+    ]
     hooks = _resolution_hooks(version)
     assert len(hooks) == 1, f"exactly one resolution hook applies to {version}: {[h.target for h in hooks]}"
     hook = hooks[0]
@@ -46,9 +56,13 @@ def test_the_resolution_hook_reaches_every_correctness_write(version):
     assert reach.found, f"{hook.target} is not in the recorded source of {version}"
     reached = {(w.variable, w.line) for w, _ in reach.writes}
     for write in writes:
-        assert (write.variable, write.line) in reached, f"{version}: {write.variable} at {write.where()} not reachable from {hook.target}"
+        assert (write.variable, write.line) in reached, (
+            f"{version}: {write.variable} at {write.where()} not reachable from {hook.target}"
+        )
     # What the hook claims on this release is exactly what the source does.
-    claimed = {v for r in hook.relies_on if r.kind == "writes" and r.applies_to(Version(version)) for v in r.subject}
+    claimed = {
+        v for r in hook.relies_on if r.kind == "writes" and r.applies_to(Version(version)) for v in r.subject
+    }
     assert claimed == {w.variable for w in writes}, version
 
 
@@ -57,8 +71,12 @@ def test_0_5_19_moved_resolution_out_of_post_init():
     tree = callgraph.SourceTree(RESOLUTION["0.5.19"]["files"].get)
     post_init = callgraph.reach(tree, "sglang.srt.server_args:ServerArgs.__post_init__")
     assert post_init.found and post_init.writes == []
-    assert [h.target for h in _resolution_hooks("0.5.19")] == ["sglang.srt.server_args:ServerArgs.resolve_once"]
-    assert [h.target for h in _resolution_hooks("0.5.18")] == ["sglang.srt.server_args:ServerArgs.__post_init__"]
+    assert [h.target for h in _resolution_hooks("0.5.19")] == [
+        "sglang.srt.server_args:ServerArgs.resolve_once"
+    ]
+    assert [h.target for h in _resolution_hooks("0.5.18")] == [
+        "sglang.srt.server_args:ServerArgs.__post_init__"
+    ]
     tree18 = callgraph.SourceTree(RESOLUTION["0.5.18"]["files"].get)
     assert callgraph.reach(tree18, "sglang.srt.server_args:ServerArgs.resolve_once").found is False
 

@@ -42,18 +42,58 @@ def ours(text: str) -> tuple[int, int, bool]:
 
 EDGES = [
     # decimal: the bounds and one past each
-    "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
-    "+9223372036854775807", "+9223372036854775808",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "+9223372036854775807",
+    "+9223372036854775808",
     # hex: the bounds and one past
-    "0x7fffffffffffffff", "0x8000000000000000", "-0x8000000000000000", "-0x8000000000000001", "0X7FFFFFFFFFFFFFFF",
+    "0x7fffffffffffffff",
+    "0x8000000000000000",
+    "-0x8000000000000000",
+    "-0x8000000000000001",
+    "0X7FFFFFFFFFFFFFFF",
     # octal: the bounds and one past
-    "0777777777777777777777", "01000000000000000000000", "-01000000000000000000000", "-01000000000000000000001",
+    "0777777777777777777777",
+    "01000000000000000000000",
+    "-01000000000000000000000",
+    "-01000000000000000000001",
     # leading zeros are not significant digits
-    "000000000000000000000009223372036854775807", "0x00000000000000007fffffffffffffff",
+    "000000000000000000000009223372036854775807",
+    "0x00000000000000007fffffffffffffff",
     # prefixes without digits, signs, white space, trailing text
-    "", "0", "-0", "+", "-", "+-1", " ", "0x", "0xg", "0X", " 0x1", "-0x", "08", "09", "0x1g", "4M", "8MB", "1e3",
-    " \t\n\v\f\r12", "\u00a012", "12 ", "1٣", "٣", "0b101", "1_000", "--1", "+ 1",
-    "9" * 40, "-" + "9" * 40, "0x" + "f" * 40, "0" + "7" * 40,
+    "",
+    "0",
+    "-0",
+    "+",
+    "-",
+    "+-1",
+    " ",
+    "0x",
+    "0xg",
+    "0X",
+    " 0x1",
+    "-0x",
+    "08",
+    "09",
+    "0x1g",
+    "4M",
+    "8MB",
+    "1e3",
+    " \t\n\v\f\r12",
+    "\u00a012",
+    "12 ",
+    "1٣",
+    "٣",
+    "0b101",
+    "1_000",
+    "--1",
+    "+ 1",
+    "9" * 40,
+    "-" + "9" * 40,
+    "0x" + "f" * 40,
+    "0" + "7" * 40,
 ]
 
 
@@ -74,8 +114,10 @@ def test_strtoll_is_the_c_library_around_the_range(number, form):
     assert ours(text) == libc_strtoll(text)
 
 
-@pytest.mark.parametrize("value", [0, 1, -1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 2, -(2**31), -(2**31) - 1,
-                                   2**63 - 1, -(2**63)])
+@pytest.mark.parametrize(
+    "value",
+    [0, 1, -1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 2, -(2**31), -(2**31) - 1, 2**63 - 1, -(2**63)],
+)
 def test_c_int_keeps_the_low_32_bits_like_a_c_conversion(value):
     assert c.c_int(value) == ctypes.c_int(value).value
 
@@ -146,7 +188,9 @@ def test_profile_check_names_the_level_nccl_reads(text):
 @pytest.mark.parametrize("text,level", [("6", "SYS"), ("0x3", "PHB"), ("0", "LOC")])
 def test_profile_check_warns_on_a_plain_legacy_level(text, level):
     (finding,) = parsing.check_level("NCCL_P2P_LEVEL", text, None)
-    assert finding.severity == "warning" and finding.fix == f"write NCCL_P2P_LEVEL={level} to say what you mean"
+    assert (
+        finding.severity == "warning" and finding.fix == f"write NCCL_P2P_LEVEL={level} to say what you mean"
+    )
 
 
 @pytest.mark.parametrize("text", ["NET", "DIS", "4294967295", "", " 2"])
@@ -159,13 +203,16 @@ def test_debug_log_reads_a_level_as_nccl_does(text, level):
     assert _level_name(text) == level
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("9223372036854775807", (2**63 - 1, True)),
-    ("9223372036854775808", (None, False)),  # ERANGE: NCCL keeps its default
-    ("99999999999999999999999", (None, False)),
-    ("4M", (4, False)),
-    ("abc", (None, False)),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("9223372036854775807", (2**63 - 1, True)),
+        ("9223372036854775808", (None, False)),  # ERANGE: NCCL keeps its default
+        ("99999999999999999999999", (None, False)),
+        ("4M", (4, False)),
+        ("abc", (None, False)),
+    ],
+)
 def test_debug_log_numbers_are_strtoll(text, expected):
     assert _strtoll(text) == expected
 

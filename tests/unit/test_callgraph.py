@@ -21,7 +21,9 @@ def written(tree: callgraph.SourceTree, target: str, **kw) -> dict[str, str]:
 
 
 def test_every_kind_of_environ_write_is_seen():
-    tree = tree_of({"sglang/w.py": """
+    tree = tree_of(
+        {
+            "sglang/w.py": """
         import os
         from os import environ as env
 
@@ -38,17 +40,28 @@ def test_every_kind_of_environ_write_is_seen():
             envs.SGLANG_X.set(1)
             os.environ[k] = "dynamic"
             print(os.environ.get("NOT_A_WRITE"))
-    """})
+    """
+        }
+    )
     assert written(tree, "sglang.w:f") == {
-        "A": "assign", "B": "setdefault", "C": "pop", "D": "del", "E": "update", "F": "update", "G": "putenv",
-        "H": "assign", "I": "assign", "SGLANG_X": "envs.set",
+        "A": "assign",
+        "B": "setdefault",
+        "C": "pop",
+        "D": "del",
+        "E": "update",
+        "F": "update",
+        "G": "putenv",
+        "H": "assign",
+        "I": "assign",
+        "SGLANG_X": "envs.set",
     }
 
 
 def test_a_write_through_a_helper_names_the_constant_passed():
     """An env helper is found by what it does (it writes the variable its parameter names), not by name."""
-    tree = tree_of({
-        "sglang/util.py": """
+    tree = tree_of(
+        {
+            "sglang/util.py": """
             import os
             def put(name, value):
                 os.environ[name] = value
@@ -56,27 +69,29 @@ def test_a_write_through_a_helper_names_the_constant_passed():
                 def put(self, key, value):
                     os.environ[key] = value
         """,
-        "sglang/main.py": """
+            "sglang/main.py": """
             from sglang.util import put, Env
             def go():
                 put("NCCL_ALGO", "tree")
                 Env().put(key="NCCL_PROTO", value="LL")
         """,
-    })
+        }
+    )
     got = written(tree, "sglang.main:go")
     assert got["NCCL_ALGO"] == "helper:put" and got["NCCL_PROTO"] == "helper:Env.put"
 
 
 def test_calls_are_followed_through_methods_bases_imports_and_constructors():
-    tree = tree_of({
-        "sglang/__init__.py": "",
-        "sglang/pkg/__init__.py": "from sglang.pkg.impl import *\n",
-        "sglang/pkg/impl.py": """
+    tree = tree_of(
+        {
+            "sglang/__init__.py": "",
+            "sglang/pkg/__init__.py": "from sglang.pkg.impl import *\n",
+            "sglang/pkg/impl.py": """
             import os
             def init_distributed_environment():
                 os.environ["DEEP"] = "1"
         """,
-        "sglang/base.py": """
+            "sglang/base.py": """
             from sglang.pkg import init_distributed_environment
             class Base:
                 def __init__(self):
@@ -84,7 +99,7 @@ def test_calls_are_followed_through_methods_bases_imports_and_constructors():
                 def setup(self):
                     init_distributed_environment()
         """,
-        "sglang/worker.py": """
+            "sglang/worker.py": """
             from ..base import Base
             import sglang.pkg.impl as impl
 
@@ -108,7 +123,8 @@ def test_calls_are_followed_through_methods_bases_imports_and_constructors():
                 cls()
                 Record()
         """,
-    })
+        }
+    )
     r = callgraph.reach(tree, "sglang.worker:build")
     assert r.reaches("init_distributed_environment") is not None
     path = r.path_to("sglang.pkg.impl:init_distributed_environment")
@@ -118,7 +134,9 @@ def test_calls_are_followed_through_methods_bases_imports_and_constructors():
 
 
 def test_callbacks_and_nested_functions_and_third_party_leaves():
-    tree = tree_of({"sglang/p.py": """
+    tree = tree_of(
+        {
+            "sglang/p.py": """
         import torch.distributed as dist
         def step(args):
             import os
@@ -130,7 +148,9 @@ def test_callbacks_and_nested_functions_and_third_party_leaves():
                 dist.new_group([0, 1])
             inner()
             run_pass(args, step)
-    """})
+    """
+        }
+    )
     r = callgraph.reach(tree, "sglang.p:pipeline")
     assert {w.variable for w, _ in r.writes} == {"FROM_CALLBACK"}
     assert r.reaches("new_group") is not None  # a third-party callable, known by the name it is called by
@@ -138,7 +158,9 @@ def test_callbacks_and_nested_functions_and_third_party_leaves():
 
 def test_what_is_not_called_is_not_reached():
     """The 0.5.19 shape: the hooked method exists but is empty; the work moved to a sibling method."""
-    tree = tree_of({"sglang/server_args.py": """
+    tree = tree_of(
+        {
+            "sglang/server_args.py": """
         import os
         class ServerArgs:
             def __post_init__(self):
@@ -147,7 +169,9 @@ def test_what_is_not_called_is_not_reached():
                 self._deterministic()
             def _deterministic(self):
                 os.environ["NCCL_ALGO"] = "allreduce:tree"
-    """})
+    """
+        }
+    )
     assert written(tree, "sglang.server_args:ServerArgs.__post_init__") == {}
     assert written(tree, "sglang.server_args:ServerArgs.resolve_once") == {"NCCL_ALGO": "assign"}
     assert callgraph.reach(tree, "sglang.server_args:ServerArgs.missing").found is False
@@ -157,18 +181,24 @@ def test_what_is_not_called_is_not_reached():
 
 @pytest.mark.parametrize("depth,found", [(3, True), (2, False)])
 def test_depth_is_bounded(depth, found):
-    tree = tree_of({"sglang/chain.py": """
+    tree = tree_of(
+        {
+            "sglang/chain.py": """
         def a(): b()
         def b(): c()
         def c(): goal()
         def goal(): pass
-    """})
+    """
+        }
+    )
     r = callgraph.reach(tree, "sglang.chain:a", depth, calls=["goal"])
     assert (r.reaches("goal") is not None) is found
 
 
 def test_the_search_stops_once_every_goal_is_met():
-    tree = tree_of({"sglang/m.py": """
+    tree = tree_of(
+        {
+            "sglang/m.py": """
         import os
         def a():
             os.environ["X"] = "1"
@@ -176,6 +206,8 @@ def test_the_search_stops_once_every_goal_is_met():
         def far():
             farther()
         def farther(): pass
-    """})
+    """
+        }
+    )
     r = callgraph.reach(tree, "sglang.m:a", writes=["X"])
     assert "sglang.m:far" not in r.where  # found at the target: nothing further was parsed or walked

@@ -28,31 +28,84 @@ def test_dry_run_writes_nothing(runner, clean_environ, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))  # no hand-off key yet: a dry run must not create one
     audit = tmp_path / "audit"
-    res = runner.invoke(main, ["launch", "--profile", "pcie-8gpu", "--audit-dir", str(audit), "--python", sys.executable,
-                               "--dry-run", "--", "--model-path", "M", "--tp", "2"])
+    res = runner.invoke(
+        main,
+        [
+            "launch",
+            "--profile",
+            "pcie-8gpu",
+            "--audit-dir",
+            str(audit),
+            "--python",
+            sys.executable,
+            "--dry-run",
+            "--",
+            "--model-path",
+            "M",
+            "--tp",
+            "2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     plan = json.loads(res.output)
     assert plan["run_dir"] is None and plan["argv"][-4:] == ["--model-path", "M", "--tp", "2"]
     assert not audit.exists() and not cache.exists()
-    assert decode_handoff(plan["env"]["SGLANG_EAGLE_NCCL_PROFILE"], {k: v for k, v in plan["env"].items() if v}).data["name"] == "pcie-8gpu"
+    assert (
+        decode_handoff(
+            plan["env"]["SGLANG_EAGLE_NCCL_PROFILE"], {k: v for k, v in plan["env"].items() if v}
+        ).data["name"]
+        == "pcie-8gpu"
+    )
 
 
 def test_missing_python_is_exit_2_and_leaves_nothing(runner, clean_environ, tmp_path):
     audit = tmp_path / "audit"
-    res = runner.invoke(main, ["launch", "--profile", "pcie-8gpu", "--audit-dir", str(audit),
-                               "--python", str(tmp_path / "no-such-python"), "--", "--model-path", "M"])
+    res = runner.invoke(
+        main,
+        [
+            "launch",
+            "--profile",
+            "pcie-8gpu",
+            "--audit-dir",
+            str(audit),
+            "--python",
+            str(tmp_path / "no-such-python"),
+            "--",
+            "--model-path",
+            "M",
+        ],
+    )
     assert res.exit_code == 2
     assert "no such executable interpreter" in res.output and "Fix: pass the path" in res.output
     assert "Traceback" not in res.output and not audit.exists()
 
 
-@pytest.mark.parametrize("misplaced", [["--profile", "debug"], ["--nccl-env", "NCCL_ALGO=Tree"], ["--dry-run"], ["--audit-dir=/srv/a"]])
+@pytest.mark.parametrize(
+    "misplaced",
+    [["--profile", "debug"], ["--nccl-env", "NCCL_ALGO=Tree"], ["--dry-run"], ["--audit-dir=/srv/a"]],
+)
 def test_plugin_options_after_server_arguments_are_refused(runner, clean_environ, tmp_path, misplaced):
-    res = runner.invoke(main, ["launch", "--profile", "pcie-8gpu", "--audit-dir", str(tmp_path / "a"), "--python",
-                               sys.executable, "--model-path", "M", *misplaced])
+    res = runner.invoke(
+        main,
+        [
+            "launch",
+            "--profile",
+            "pcie-8gpu",
+            "--audit-dir",
+            str(tmp_path / "a"),
+            "--python",
+            sys.executable,
+            "--model-path",
+            "M",
+            *misplaced,
+        ],
+    )
     assert res.exit_code == 2
     name = misplaced[0].split("=")[0]
-    assert f"{name} comes after the server arguments" in res.output and "put the plugin's options before `--`" in res.output
+    assert (
+        f"{name} comes after the server arguments" in res.output
+        and "put the plugin's options before `--`" in res.output
+    )
     assert not (tmp_path / "a").exists()
 
 
@@ -81,7 +134,10 @@ def _dotenv(runner, tmp_path) -> str:
 GENERATOR = "/usr/lib/systemd/user-environment-generators/30-systemd-environment-d-generator"
 
 
-@pytest.mark.skipif(not os.access(GENERATOR, os.X_OK), reason="needs systemd's environment.d generator (Debian package systemd)")
+@pytest.mark.skipif(
+    not os.access(GENERATOR, os.X_OK),
+    reason="needs systemd's environment.d generator (Debian package systemd)",
+)
 def test_dotenv_reads_the_same_with_systemds_own_parser(runner, clean_environ, tmp_path):
     """systemd's EnvironmentFile= and environment.d share one parser (load_env_file): run systemd's
     own generator on the file and compare what it reads with what the plugin meant."""
@@ -90,8 +146,13 @@ def test_dotenv_reads_the_same_with_systemds_own_parser(runner, clean_environ, t
     conf = tmp_path / "xdg" / "environment.d"
     conf.mkdir(parents=True)
     (conf / "50-sglang-eagle-nccl.conf").write_text(text)
-    out = subprocess.run([GENERATOR], capture_output=True, text=True, timeout=30,
-                         env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [GENERATOR],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "PATH": "/usr/bin:/bin"},
+    )
     read = {}
     for line in out.stdout.splitlines():
         key, value = line.split("=", 1)
@@ -101,7 +162,9 @@ def test_dotenv_reads_the_same_with_systemds_own_parser(runner, clean_environ, t
         assert read.get(key) == value, key
 
 
-@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker client (it parses --env-file itself)")
+@pytest.mark.skipif(
+    shutil.which("docker") is None, reason="needs the docker client (it parses --env-file itself)"
+)
 def test_dotenv_is_accepted_by_dockers_env_file_parser(runner, clean_environ, tmp_path):
     """docker takes everything after the first '=' verbatim; its client refuses a malformed file before
     it contacts any daemon, so an accepted file fails only for the missing daemon here."""
@@ -111,8 +174,12 @@ def test_dotenv_is_accepted_by_dockers_env_file_parser(runner, clean_environ, tm
     bad.write_text("NCCL X=1\n")
 
     def run(path: Path) -> str:
-        return subprocess.run(["docker", "run", "--rm", "--env-file", str(path), "sglang-eagle-nccl-no-such-image"],
-                              capture_output=True, text=True, timeout=60).stderr
+        return subprocess.run(
+            ["docker", "run", "--rm", "--env-file", str(path), "sglang-eagle-nccl-no-such-image"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stderr
 
     assert "invalid env file" in run(bad)  # the client does check the file
     assert "invalid env file" not in run(good)
@@ -130,7 +197,11 @@ def test_json_output_is_strict_json_whatever_a_value_holds():
     from sglang_eagle_nccl.cli.common import strict
 
     data = {"a": float("nan"), "b": [float("inf"), 1.5, {"c": float("-inf")}], "d": "x"}
-    assert json.loads(json.dumps(strict(data), allow_nan=False)) == {"a": None, "b": [None, 1.5, {"c": None}], "d": "x"}
+    assert json.loads(json.dumps(strict(data), allow_nan=False)) == {
+        "a": None,
+        "b": [None, 1.5, {"c": None}],
+        "d": "x",
+    }
 
 
 def test_preflight_knows_a_cpu_machine_without_importing_torch():
@@ -138,9 +209,13 @@ def test_preflight_knows_a_cpu_machine_without_importing_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from sglang_eagle_nccl.offline.launch.preflight import cuda_possible; "
-            "print(cuda_possible(), 'torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    code = (
+        "import sys; from sglang_eagle_nccl.offline.launch.preflight import cuda_possible; "
+        "print(cuda_possible(), 'torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out[1] == "False"  # torch was not imported to decide
     from sglang_eagle_nccl.contract.versions import installed_version
 

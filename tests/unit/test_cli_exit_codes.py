@@ -26,8 +26,16 @@ def scheduler(env: dict) -> list[dict]:
         rec("process_start", expected_env=ENV, env=env, profile="p"),
         rec("process_role", title="sglang::scheduler_TP0"),
         rec("scheduler_start", ranks={}, overwrites=[], env=env),
-        rec("group_created", group="tp", unique_name="tp:0", ranks=[0], env=env, process_env=env,
-            torch_comm="lazy-nccl", group_overrides={}),
+        rec(
+            "group_created",
+            group="tp",
+            unique_name="tp:0",
+            ranks=[0],
+            env=env,
+            process_env=env,
+            torch_comm="lazy-nccl",
+            group_overrides={},
+        ),
     ]
 
 
@@ -57,8 +65,15 @@ def test_audit_fails_a_launch_where_the_profile_did_not_hold(tmp_path):
     assert result.exit_code == 1 and json.loads(result.output)["verdict"] == "fail"
 
 
-@pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: (p / "f").write_text("x") and p / "f",
-                                  lambda p: (p / "empty").mkdir() or p / "empty"], ids=["missing", "file", "empty-dir"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: p / "missing",
+        lambda p: (p / "f").write_text("x") and p / "f",
+        lambda p: (p / "empty").mkdir() or p / "empty",
+    ],
+    ids=["missing", "file", "empty-dir"],
+)
 def test_audit_cannot_judge_exits_2(tmp_path, make):
     result = cli("audit", str(make(tmp_path)))
     assert result.exit_code == 2, result.output
@@ -69,7 +84,9 @@ def _debug_dir(tmp_path: Path, proto: str | None) -> Path:
     debug = tmp_path / "nccl-debug"
     debug.mkdir(parents=True)
     if proto is not None:
-        (debug / "nccl.h.100.log").write_text(f"h:100:100 [0] NCCL INFO NCCL_PROTO set by environment to {proto}.\n")
+        (debug / "nccl.h.100.log").write_text(
+            f"h:100:100 [0] NCCL INFO NCCL_PROTO set by environment to {proto}.\n"
+        )
     return debug
 
 
@@ -109,7 +126,9 @@ def test_doctor_exits_1_when_it_lists_a_problem_and_2_for_a_bad_profile(monkeypa
     assert cli("doctor", "--nccl-env", "NCCL_BUFFSIZE=4M").exit_code == 2
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_PROFILE", "sen3.zz.-")
     result = cli("doctor", "--json")
-    assert result.exit_code == 1 and any("cannot be applied" in p for p in json.loads(result.output)["problems"])
+    assert result.exit_code == 1 and any(
+        "cannot be applied" in p for p in json.loads(result.output)["problems"]
+    )
 
 
 # --- input errors: exit 2, the message on stderr, or one JSON object ----------------------------------
@@ -133,7 +152,10 @@ def test_an_input_error_with_json_is_one_object_on_stdout(tmp_path):
 
 def test_resolve_warnings_go_to_stderr_unless_json():
     result = CliRunner().invoke(main, ["profiles", "show", "--nccl-env", "NCCL_P2P_LEVEL=2"])
-    assert result.exit_code == 0 and "warning: [--nccl-env] NCCL_P2P_LEVEL='2': legacy integer level" in result.stderr
+    assert (
+        result.exit_code == 0
+        and "warning: [--nccl-env] NCCL_P2P_LEVEL='2': legacy integer level" in result.stderr
+    )
     result = CliRunner().invoke(main, ["profiles", "show", "--json", "--nccl-env", "NCCL_P2P_LEVEL=2"])
     assert result.exit_code == 0 and result.stderr == ""
     assert [w["variable"] for w in json.loads(result.stdout)["warnings"]] == ["NCCL_P2P_LEVEL"]
@@ -166,16 +188,22 @@ def test_show_without_arguments_prefers_the_serialised_profile(shell):
 
     profile = resolve(["debug"], use_environ=False).profile
     shell.setenv("SGLANG_EAGLE_NCCL", "1")
-    shell.setenv("SGLANG_EAGLE_NCCL_PROFILE", handoff.encode(profile.to_dict(), inputs={"SGLANG_EAGLE_NCCL": "1"},
-                                                             run_dir=None))
+    shell.setenv(
+        "SGLANG_EAGLE_NCCL_PROFILE",
+        handoff.encode(profile.to_dict(), inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir=None),
+    )
     data = json.loads(cli("profiles", "show", "--json").output)
     assert data["name"] == "debug" and data["from"] == "SGLANG_EAGLE_NCCL_PROFILE (serialised by a launcher)"
     unsigned = handoff.encode(profile.to_dict(), inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir=None, key=b"")
     shell.setenv("SGLANG_EAGLE_NCCL_PROFILE", unsigned)
-    assert json.loads(cli("profiles", "show", "--json").output)["name"] == "debug"  # re-validated, same profile
+    assert (
+        json.loads(cli("profiles", "show", "--json").output)["name"] == "debug"
+    )  # re-validated, same profile
     shell.setenv("SGLANG_EAGLE_NCCL", "pcie-8gpu")  # the serialised profile is now stale
     result = cli("profiles", "show", "--json")
-    assert result.exit_code == 2 and json.loads(result.output)["findings"][0]["variable"] == "SGLANG_EAGLE_NCCL"
+    assert (
+        result.exit_code == 2 and json.loads(result.output)["findings"][0]["variable"] == "SGLANG_EAGLE_NCCL"
+    )
 
 
 # --- tuner --rules ------------------------------------------------------------------------------------
@@ -193,9 +221,13 @@ def test_tuner_rules_file_input_errors_exit_2(tmp_path):
         empty = tmp_path / "empty.toml"
         empty.write_text(text)
         result = cli(*base, "--rules", str(empty))
-        assert result.exit_code == 2 and "no [[tuner.rules]] in it" in json.loads(result.output)["error"], text
+        assert result.exit_code == 2 and "no [[tuner.rules]] in it" in json.loads(result.output)["error"], (
+            text
+        )
     wrong = tmp_path / "wrong.toml"
-    wrong.write_text('[[tuner.rules]]\ncollective = "allreduce"\nbytes = [0, 0]\nalgorithm = "ring"\nprotocol = "LL"\n')
+    wrong.write_text(
+        '[[tuner.rules]]\ncollective = "allreduce"\nbytes = [0, 0]\nalgorithm = "ring"\nprotocol = "LL"\n'
+    )
     result = cli(*base, "--rules", str(wrong))
     data = json.loads(result.output)
     assert result.exit_code == 2 and data["findings"][0]["variable"] == "tuner.rules#1.bytes"
@@ -218,10 +250,26 @@ def test_launch_without_sglang_is_an_input_error(monkeypatch):
 
 def test_profile_options_repeat_and_layer(shell):
     """--nccl-env and --profile repeat on every command that takes the profile options (env here)."""
-    result = cli("env", "--format", "json", "--profile", "pcie-8gpu", "--profile", "debug",
-                 "--nccl-env", "NCCL_ALGO=Tree", "--nccl-env", "NCCL_PROTO=Simple")
+    result = cli(
+        "env",
+        "--format",
+        "json",
+        "--profile",
+        "pcie-8gpu",
+        "--profile",
+        "debug",
+        "--nccl-env",
+        "NCCL_ALGO=Tree",
+        "--nccl-env",
+        "NCCL_PROTO=Simple",
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["NCCL_ALGO"] == "Tree" and out["NCCL_PROTO"] == "Simple" and out["NCCL_DEBUG"] == "INFO"
-    assert cli("env", "--format", "json", "-p", "pcie-8gpu", "--allow-unknown", "--nccl-env", "NCCL_NEW_X=1").exit_code == 0
+    assert (
+        cli(
+            "env", "--format", "json", "-p", "pcie-8gpu", "--allow-unknown", "--nccl-env", "NCCL_NEW_X=1"
+        ).exit_code
+        == 0
+    )
     assert cli("env", "--format", "json", "-p", "pcie-8gpu", "--nccl-env", "NCCL_NEW_X=1").exit_code == 2

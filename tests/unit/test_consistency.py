@@ -12,7 +12,13 @@ from sglang_eagle_nccl.inproc.evidence.consistency import (
 
 
 def test_node_local_and_free_variables_are_not_compared():
-    env = {"NCCL_PROTO": "LL", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "=mlx5_0", "PATH": "/x"}
+    env = {
+        "NCCL_PROTO": "LL",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_DEBUG": "INFO",
+        "NCCL_IB_HCA": "=mlx5_0",
+        "PATH": "/x",
+    }
     assert must_match_part(env) == {"NCCL_PROTO": "LL"}
 
 
@@ -24,7 +30,11 @@ def test_fingerprint_ignores_node_local_differences():
 
 
 def test_compare_names_variable_ranks_and_values():
-    p = [payload({"NCCL_PROTO": "LL", "NCCL_BUFFSIZE": "4194304"}, 0), payload({"NCCL_PROTO": "Simple", "NCCL_BUFFSIZE": "4194304"}, 1), payload({"NCCL_PROTO": "LL", "NCCL_BUFFSIZE": "4194304"}, 2)]
+    p = [
+        payload({"NCCL_PROTO": "LL", "NCCL_BUFFSIZE": "4194304"}, 0),
+        payload({"NCCL_PROTO": "Simple", "NCCL_BUFFSIZE": "4194304"}, 1),
+        payload({"NCCL_PROTO": "LL", "NCCL_BUFFSIZE": "4194304"}, 2),
+    ]
     (m,) = compare(p)
     assert m.variable == "NCCL_PROTO"
     assert dict(m.values_by_rank) == {0: "LL", 1: "Simple", 2: "LL"}
@@ -54,4 +64,6 @@ def test_error_names_the_nodes_of_ranks_that_share_a_hostname():
     assert f"(node 1, Ray node {'b' * 12})" in text
     # One node (or no node rank known): nothing about nodes is added.
     one = [payload({}, 0, node={"node_rank": 0}), payload({"NCCL_ALGO": "Tree"}, 1, node={"node_rank": 0})]
-    assert "node" not in compare(one)[0].describe() and " on nodes" not in format_error("tp", compare(one), one)
+    assert "node" not in compare(one)[0].describe() and " on nodes" not in format_error(
+        "tp", compare(one), one
+    )

@@ -18,7 +18,9 @@ import pytest
 
 from sglang_eagle_nccl.inproc.refusal import DOORS
 
-CLEAN = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+CLEAN = {
+    k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+}
 
 
 def _run(code: str, env: dict[str, str], tmp_path) -> subprocess.CompletedProcess:
@@ -28,8 +30,14 @@ def _run(code: str, env: dict[str, str], tmp_path) -> subprocess.CompletedProces
     inputs = {k: v for k, v in env.items() if k.startswith(("SGLANG_EAGLE_NCCL", "NCCL_"))}
     script.write_text(f"import os\nos.environ.update({inputs!r})\n" + textwrap.dedent(code))
     start_env = {k: v for k, v in env.items() if k not in inputs}
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=start_env,
-                          timeout=120, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=start_env,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 def _last_json(out: str) -> dict:
@@ -39,9 +47,14 @@ def _last_json(out: str) -> dict:
 def test_a_failure_after_the_write_puts_the_environment_back(tmp_path):
     """audit_required and a record that cannot be written (the file may not grow): refused, and os.environ is
     exactly as before -- the write had happened, the rollback undid it."""
-    env = dict(CLEAN, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_REQUIRED="1",
-               SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"), NCCL_PROTO="Simple")
-    code = '''
+    env = dict(
+        CLEAN,
+        SGLANG_EAGLE_NCCL="pcie-8gpu",
+        SGLANG_EAGLE_NCCL_AUDIT_REQUIRED="1",
+        SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+        NCCL_PROTO="Simple",
+    )
+    code = """
         import json, os, resource, signal
         from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
         from sglang_eagle_nccl.inproc.boot import activation
@@ -58,17 +71,19 @@ def test_a_failure_after_the_write_puts_the_environment_back(tmp_path):
             outcome = str(exc)
         print(json.dumps({"outcome": outcome, "same": dict(os.environ) == before, "active": STATE.active,
                           "proto": os.environ.get("NCCL_PROTO")}))
-    '''
+    """
     done = _run(code, env, tmp_path)
     assert done.returncode == 0, done.stderr
     out = _last_json(done.stdout)
-    assert "audit_required is set" in out["outcome"] and ("File too large" in out["outcome"] or "short write" in out["outcome"]), out
+    assert "audit_required is set" in out["outcome"] and (
+        "File too large" in out["outcome"] or "short write" in out["outcome"]
+    ), out
     assert out["same"] and out["active"] is False and out["proto"] == "Simple"
 
 
 def test_an_unwritable_launch_directory_under_audit_required_refuses_before_writing(tmp_path):
     env = dict(CLEAN, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_REQUIRED="1")
-    code = '''
+    code = """
         import json, os
         from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
         from sglang_eagle_nccl.inproc.boot import activation
@@ -82,12 +97,12 @@ def test_an_unwritable_launch_directory_under_audit_required_refuses_before_writ
         except AuditError as exc:
             outcome = str(exc)
         print(json.dumps({"outcome": outcome, "same": dict(os.environ) == before}))
-    '''
+    """
     out = _last_json(_run(code, env, tmp_path).stdout)
     assert "writable by group/others" in out["outcome"] and out["same"], out
 
 
-DOOR_CODE = '''
+DOOR_CODE = """
     import json, os, sys
     from sglang_eagle_nccl.inproc.boot import bootstrap
     from sglang_eagle_nccl.inproc.boot.state import STATE
@@ -115,13 +130,20 @@ DOOR_CODE = '''
     except ImportError:
         result["import_sglang"] = "not installed"
     print(json.dumps(result))
-'''
+"""
 
 
-@pytest.mark.parametrize("door,action", [
-    ("interpreter_start", "returned"), ("native_late", "returned"), ("sglang_import", "raised"),
-    ("entry_point", "exit 2"), ("cli_flags", "exit 2"), ("preflight_rank", "raised"),
-])
+@pytest.mark.parametrize(
+    "door,action",
+    [
+        ("interpreter_start", "returned"),
+        ("native_late", "returned"),
+        ("sglang_import", "raised"),
+        ("entry_point", "exit 2"),
+        ("cli_flags", "exit 2"),
+        ("preflight_rank", "raised"),
+    ],
+)
 def test_every_door_puts_the_environment_back_and_acts(tmp_path, door, action):
     assert door in DOORS
     env = dict(CLEAN, SGLANG_EAGLE_NCCL="pcie-8gpu", NCCL_ALGO="Tree")
@@ -129,14 +151,18 @@ def test_every_door_puts_the_environment_back_and_acts(tmp_path, door, action):
     pkg = tmp_path / "sglang"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    done = _run(f"DOOR = {door!r}\n" + textwrap.dedent(DOOR_CODE), dict(env, PYTHONPATH=str(tmp_path)), tmp_path)
+    done = _run(
+        f"DOOR = {door!r}\n" + textwrap.dedent(DOOR_CODE), dict(env, PYTHONPATH=str(tmp_path)), tmp_path
+    )
     assert done.returncode == 0, done.stderr
     out = _last_json(done.stdout)
     assert out["action"] == action and out["same"] and out["active"] is False, out
     if action == "returned":  # armed: SGLang is refused when it is imported later
         assert out["import_sglang"] == "refused", out
     assert done.stderr.count("NCCL profile not applied") == 1
-    assert "put back" in done.stderr and "profile 'pcie-8gpu' applied" not in done.stderr.split("not applied")[1]
+    assert (
+        "put back" in done.stderr and "profile 'pcie-8gpu' applied" not in done.stderr.split("not applied")[1]
+    )
 
 
 def test_an_unknown_door_is_a_programming_error_not_a_pass():

@@ -26,18 +26,36 @@ def proc():
 # --- the guard: names ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["NCCL_X", "TORCH_NCCL_X", "SGLANG_EAGLE_NCCL", "SGLANG_EAGLE_NCCL_ENV", "NCCL_9_A"])
+@pytest.mark.parametrize(
+    "name", ["NCCL_X", "TORCH_NCCL_X", "SGLANG_EAGLE_NCCL", "SGLANG_EAGLE_NCCL_ENV", "NCCL_9_A"]
+)
 def test_the_plugins_own_names_may_be_written(proc, name):
     assert environ.write({name: "1"}) == [(name, None, "1")] and os.environ[name] == "1"
 
 
-@pytest.mark.parametrize("name", ["NCCL_", "NCCLX", "PATH", "LD_PRELOAD", "nccl_proto", "NCCL_a", "NCCL-X", "NCCL_X=Y",
-                                  "NCCL_X Y", "OMP_NUM_THREADS", "", 5])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "NCCL_",
+        "NCCLX",
+        "PATH",
+        "LD_PRELOAD",
+        "nccl_proto",
+        "NCCL_a",
+        "NCCL-X",
+        "NCCL_X=Y",
+        "NCCL_X Y",
+        "OMP_NUM_THREADS",
+        "",
+        5,
+    ],
+)
 def test_every_other_name_is_refused_and_nothing_is_written(proc, name):
     with pytest.raises(EnvironmentWriteError) as info:
         environ.write({"NCCL_ALGO": "Ring", name: "1"})
-    assert str(info.value) == (f"refusing to write variables outside NCCL_*/TORCH_NCCL_*/SGLANG_EAGLE_NCCL*: "
-                               f"{[str(name)]}")
+    assert str(info.value) == (
+        f"refusing to write variables outside NCCL_*/TORCH_NCCL_*/SGLANG_EAGLE_NCCL*: {[str(name)]}"
+    )
     assert "NCCL_ALGO" not in os.environ
 
 
@@ -69,12 +87,15 @@ def test_harness_does_not_open_other_names(proc):
 # --- the guard: values ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value,problem", [
-    (5, "NCCL_B: not a string (int)"),
-    (b"LL", "NCCL_B: not a string (bytes)"),
-    ("a\0b", "NCCL_B: the value contains a NUL byte (the C environment cannot hold it)"),
-    ("\ud800", "NCCL_B: the value cannot be encoded for the C environment"),
-])
+@pytest.mark.parametrize(
+    "value,problem",
+    [
+        (5, "NCCL_B: not a string (int)"),
+        (b"LL", "NCCL_B: not a string (bytes)"),
+        ("a\0b", "NCCL_B: the value contains a NUL byte (the C environment cannot hold it)"),
+        ("\ud800", "NCCL_B: the value cannot be encoded for the C environment"),
+    ],
+)
 def test_a_value_the_c_environment_cannot_hold_is_refused_before_anything_is_written(proc, value, problem):
     with pytest.raises(EnvironmentWriteError) as info:
         environ.write({"NCCL_A": "1", "NCCL_B": value})
@@ -85,8 +106,10 @@ def test_a_value_the_c_environment_cannot_hold_is_refused_before_anything_is_wri
 def test_every_bad_value_is_named(proc):
     with pytest.raises(EnvironmentWriteError) as info:
         environ.check({"NCCL_A": 1, "NCCL_B": "ok", "NCCL_C": "x\0"})
-    assert str(info.value) == ("cannot write to the process environment: NCCL_A: not a string (int); "
-                               "NCCL_C: the value contains a NUL byte (the C environment cannot hold it)")
+    assert str(info.value) == (
+        "cannot write to the process environment: NCCL_A: not a string (int); "
+        "NCCL_C: the value contains a NUL byte (the C environment cannot hold it)"
+    )
 
 
 def test_a_surrogate_escaped_byte_is_a_value_the_environment_can_hold(proc):
@@ -103,8 +126,13 @@ def test_write_sets_and_unsets_in_name_order_and_says_what_was_there(proc):
     os.environ["NCCL_C"] = "gone"
     os.environ["NCCL_D"] = "same"
     got = environ.write({"NCCL_C": None, "NCCL_A": "1", "NCCL_B": "new", "NCCL_D": "same", "NCCL_E": None})
-    assert got == [("NCCL_A", None, "1"), ("NCCL_B", "old", "new"), ("NCCL_C", "gone", None),
-                   ("NCCL_D", "same", "same"), ("NCCL_E", None, None)]
+    assert got == [
+        ("NCCL_A", None, "1"),
+        ("NCCL_B", "old", "new"),
+        ("NCCL_C", "gone", None),
+        ("NCCL_D", "same", "same"),
+        ("NCCL_E", None, None),
+    ]
     assert (os.environ["NCCL_A"], os.environ["NCCL_B"], os.environ["NCCL_D"]) == ("1", "new", "same")
     assert "NCCL_C" not in os.environ and "NCCL_E" not in os.environ
 
@@ -170,7 +198,11 @@ def test_withdraw_puts_back_what_the_activation_wrote_and_forgets_it(proc):
     environ.write({"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring"})
     os.environ["NCCL_DEBUG"] = "WARN"  # as it was: nothing to put back for it
     assert environ.withdraw() is True
-    assert os.environ["NCCL_PROTO"] == "user" and "NCCL_ALGO" not in os.environ and os.environ["NCCL_DEBUG"] == "WARN"
+    assert (
+        os.environ["NCCL_PROTO"] == "user"
+        and "NCCL_ALGO" not in os.environ
+        and os.environ["NCCL_DEBUG"] == "WARN"
+    )
     assert (STATE.active, STATE.expected_env, STATE.saved_before) == (False, {}, {})
 
 

@@ -30,8 +30,12 @@ def python_writes() -> dict[str, list[tuple[str, set[str] | None]]]:
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-                if name in WRITER_CALLS and node.args and isinstance(node.args[0], ast.Constant) \
-                        and isinstance(node.args[0].value, str):
+                if (
+                    name in WRITER_CALLS
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                ):
                     dynamic = any(k.arg is None for k in node.keywords)
                     fields = None if dynamic else {k.arg for k in node.keywords if k.arg}
                     found.setdefault(node.args[0].value, []).append((f"{rel}:{node.lineno}", fields))
@@ -43,7 +47,10 @@ def python_writes() -> dict[str, list[tuple[str, set[str] | None]]]:
                         fields = {k for k in keys if isinstance(k, str)} - {"event"}
                         # **identity() is the one spread a writer may use: the process identity.
                         spreads = [v for k, v in zip(node.keys, node.values, strict=True) if k is None]
-                        if all(isinstance(s, ast.Call) and getattr(s.func, "id", "") == "identity" for s in spreads):
+                        if all(
+                            isinstance(s, ast.Call) and getattr(s.func, "id", "") == "identity"
+                            for s in spreads
+                        ):
                             fields |= set(events.IDENTITY) if spreads else set()
                         else:
                             fields = None
@@ -74,7 +81,10 @@ def test_every_python_write_site_matches_its_row():
     for event, sites in writes.items():
         row = table.get(event)
         if row is None:
-            problems += [f"{where}: writes event {event!r}, which contract/events.py does not declare" for where, _ in sites]
+            problems += [
+                f"{where}: writes event {event!r}, which contract/events.py does not declare"
+                for where, _ in sites
+            ]
             continue
         common = set(events.COMMON if event in events.EVENTS else events.READS_COMMON)
         for where, fields in sites:
@@ -100,7 +110,9 @@ def test_every_c_line_matches_its_row():
             continue
         for where, fields in sites:
             if fields != set(row.fields):
-                problems.append(f"{where}: {event} writes {sorted(fields)}, the table says {sorted(row.fields)}")
+                problems.append(
+                    f"{where}: {event} writes {sorted(fields)}, the table says {sorted(row.fields)}"
+                )
     assert not problems, "\n".join(problems)
 
 

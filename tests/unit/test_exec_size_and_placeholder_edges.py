@@ -64,7 +64,10 @@ def test_the_total_is_exact_at_the_limit_and_one_byte_past_it(env, argv):
     assert finding.variable == "environment + arguments" and finding.value == f"{total} bytes"
     arg_total = sum(len(a) + 1 for a in argv)
     env_total = sum(len(k) + len(v) + 2 for k, v in env.items())
-    assert f"arguments ({arg_total} bytes) and environment ({env_total} bytes) exceed the {total - 1} bytes" in finding.rule
+    assert (
+        f"arguments ({arg_total} bytes) and environment ({env_total} bytes) exceed the {total - 1} bytes"
+        in finding.rule
+    )
 
 
 def test_the_total_names_the_three_largest_entries_or_none():
@@ -123,15 +126,24 @@ def test_without_arg_max_the_machines_arg_space_is_the_limit(monkeypatch):
 
 def test_the_placeholder_is_expanded_only_at_the_start_of_nccl_debug_file():
     assert has_placeholder("{audit_dir}/x") and not has_placeholder("/x/{audit}")
-    assert expand_placeholders("NCCL_DEBUG_FILE", "{audit_dir}/nccl.%h.%p.log", "/srv/a") == "/srv/a/nccl.%h.%p.log"
-    assert expand_placeholders("NCCL_DEBUG_FILE", "/plain/path.%p", None) == "/plain/path.%p"  # nothing to expand
+    assert (
+        expand_placeholders("NCCL_DEBUG_FILE", "{audit_dir}/nccl.%h.%p.log", "/srv/a")
+        == "/srv/a/nccl.%h.%p.log"
+    )
+    assert (
+        expand_placeholders("NCCL_DEBUG_FILE", "/plain/path.%p", None) == "/plain/path.%p"
+    )  # nothing to expand
     assert expand_placeholders("NCCL_DEBUG_FILE", "{audit_dir}/d/f.%p", "/run/50%") == "/run/50%%/d/f.%p"
 
 
 @pytest.mark.parametrize(
     "name,value",
-    [("NCCL_TOPO_FILE", "{audit_dir}/topo.xml"), ("NCCL_DEBUG_FILE", "/x/{audit_dir}/f"),
-     ("NCCL_DEBUG_FILE", "{audit_dir}/../f"), ("NCCL_DEBUG_FILE", "{audit_dir}/")],
+    [
+        ("NCCL_TOPO_FILE", "{audit_dir}/topo.xml"),
+        ("NCCL_DEBUG_FILE", "/x/{audit_dir}/f"),
+        ("NCCL_DEBUG_FILE", "{audit_dir}/../f"),
+        ("NCCL_DEBUG_FILE", "{audit_dir}/"),
+    ],
 )
 def test_a_misplaced_placeholder_is_refused_naming_variable_and_value(name, value):
     with pytest.raises(ProfileError) as info:
@@ -149,7 +161,9 @@ def test_without_a_launch_directory_there_is_nothing_to_expand_to(run_dir):
     assert "has none" in finding.rule
 
 
-@pytest.mark.parametrize("run_dir", ["relative/dir", "/srv/a\x00b", "/srv/a\nb"], ids=["relative", "nul", "newline"])
+@pytest.mark.parametrize(
+    "run_dir", ["relative/dir", "/srv/a\x00b", "/srv/a\nb"], ids=["relative", "nul", "newline"]
+)
 def test_a_launch_directory_that_is_not_an_absolute_one_line_path_is_refused(run_dir):
     with pytest.raises(ProfileError) as info:
         expand_placeholders("NCCL_DEBUG_FILE", "{audit_dir}/f.%p", run_dir)

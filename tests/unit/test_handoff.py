@@ -110,8 +110,9 @@ def test_following_the_stale_fix_leaves_no_marker_that_silences_the_next_launch(
     from sglang_eagle_nccl.inproc.child_env import EXTERNAL_ROOT, child_environment
 
     profile = resolve(["pcie-8gpu"], use_environ=False).profile
-    printed = child_environment(profile, run_dir=str(tmp_path), node_rank=None, environ={}, root_pid=EXTERNAL_ROOT,
-                                standalone=True)
+    printed = child_environment(
+        profile, run_dir=str(tmp_path), node_rank=None, environ={}, root_pid=EXTERNAL_ROOT, standalone=True
+    )
     shell = {k: v for k, v in printed.items() if v is not None}
     assert shell["SGLANG_EAGLE_NCCL_ROOT_PID"] == EXTERNAL_ROOT
     shell["SGLANG_EAGLE_NCCL"] = "debug"  # the user asks for another profile in the same shell
@@ -130,11 +131,19 @@ def test_following_the_stale_fix_leaves_no_marker_that_silences_the_next_launch(
 
 
 def _child(code: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
     base.update({"PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp_path / "cache")})
     base.update(env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=base,
-                          cwd=tmp_path, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=base,
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
 ACTIVATE = """
@@ -152,15 +161,31 @@ ACTIVATE = """
 @pytest.mark.parametrize(
     "env,named,fix",
     [
-        ({"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_CONSISTENCY": "maybe"}, "SGLANG_EAGLE_NCCL_CONSISTENCY",
-         "set SGLANG_EAGLE_NCCL_CONSISTENCY=error"),
-        ({"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_ENV": "NCCL_BUFFSIZE=" + "9" * 5000}, "NCCL_BUFFSIZE",
-         "give a positive number of bytes that fits in 64 bits, or remove NCCL_BUFFSIZE to keep NCCL's default"),
-        ({"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_NODE_RANK": "\u0663"}, "SGLANG_EAGLE_NCCL_NODE_RANK",
-         "set SGLANG_EAGLE_NCCL_NODE_RANK to this node's --node-rank (0, 1, ...) or unset it"),
-        ({"SGLANG_EAGLE_NCCL": "no-such-profile"}, "no-such-profile",
-         "use a built-in profile (audit-only, debug, pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file"),
-        ({"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_PROFILE": "sen3.7b7d.-"}, "SGLANG_EAGLE_NCCL_PROFILE", UNSET_WIRE),
+        (
+            {"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_CONSISTENCY": "maybe"},
+            "SGLANG_EAGLE_NCCL_CONSISTENCY",
+            "set SGLANG_EAGLE_NCCL_CONSISTENCY=error",
+        ),
+        (
+            {"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_ENV": "NCCL_BUFFSIZE=" + "9" * 5000},
+            "NCCL_BUFFSIZE",
+            "give a positive number of bytes that fits in 64 bits, or remove NCCL_BUFFSIZE to keep NCCL's default",
+        ),
+        (
+            {"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_NODE_RANK": "\u0663"},
+            "SGLANG_EAGLE_NCCL_NODE_RANK",
+            "set SGLANG_EAGLE_NCCL_NODE_RANK to this node's --node-rank (0, 1, ...) or unset it",
+        ),
+        (
+            {"SGLANG_EAGLE_NCCL": "no-such-profile"},
+            "no-such-profile",
+            "use a built-in profile (audit-only, debug, pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file",
+        ),
+        (
+            {"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_PROFILE": "sen3.7b7d.-"},
+            "SGLANG_EAGLE_NCCL_PROFILE",
+            UNSET_WIRE,
+        ),
     ],
 )
 def test_refusal_changes_nothing_and_says_so_once(env, named, fix, tmp_path):
@@ -173,7 +198,9 @@ def test_refusal_changes_nothing_and_says_so_once(env, named, fix, tmp_path):
     assert f"Fix: {fix}" in out["refused"], out["refused"]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr  # one clear line, printed once
-    assert lines[0].startswith("[sglang-eagle-nccl] NCCL profile not applied") and "Traceback" not in proc.stderr
+    assert (
+        lines[0].startswith("[sglang-eagle-nccl] NCCL profile not applied") and "Traceback" not in proc.stderr
+    )
 
 
 def test_refused_process_cannot_import_sglang(tmp_path):
@@ -181,9 +208,16 @@ def test_refused_process_cannot_import_sglang(tmp_path):
     # path proves the import is refused without needing SGLang in this tier (the SGLang tiers
     # show the same with the real package).
     (tmp_path / "sglang.py").write_text("VERSION = 'any'\n")
-    code = textwrap.dedent(ACTIVATE) + "\ntry:\n    import sglang\n    print('IMPORTED')\nexcept Exception as exc:\n    print('REFUSED', type(exc).__name__, str(exc).splitlines()[0])\n"
-    proc = _child(code, {"SGLANG_EAGLE_NCCL": "no-such-profile", "PYTHONPATH": f"{REPO}:{tmp_path}"}, tmp_path)
-    assert "REFUSED RefusedError sglang-eagle-nccl: the requested NCCL profile cannot be applied" in proc.stdout
+    code = (
+        textwrap.dedent(ACTIVATE)
+        + "\ntry:\n    import sglang\n    print('IMPORTED')\nexcept Exception as exc:\n    print('REFUSED', type(exc).__name__, str(exc).splitlines()[0])\n"
+    )
+    proc = _child(
+        code, {"SGLANG_EAGLE_NCCL": "no-such-profile", "PYTHONPATH": f"{REPO}:{tmp_path}"}, tmp_path
+    )
+    assert (
+        "REFUSED RefusedError sglang-eagle-nccl: the requested NCCL profile cannot be applied" in proc.stdout
+    )
 
 
 def test_activation_writes_then_children_inherit_one_signed_profile(tmp_path):

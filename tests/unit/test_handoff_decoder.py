@@ -57,7 +57,9 @@ def refused(text, *, environ=None, check_inputs=True) -> str:
 
 def accepted(text, *, environ=None, check_inputs=True) -> tuple[wire.Decoded, Validate]:
     validate = Validate()
-    decoded = wire.decode(text, {} if environ is None else environ, validate=validate, check_inputs=check_inputs)
+    decoded = wire.decode(
+        text, {} if environ is None else environ, validate=validate, check_inputs=check_inputs
+    )
     return decoded, validate
 
 
@@ -71,8 +73,9 @@ def no_key(tmp_path, monkeypatch):
 
 
 def test_a_well_formed_unsigned_text_is_validated_and_returned():
-    decoded, validate = accepted(text_of(body(inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir="/srv/x")),
-                                 environ={"SGLANG_EAGLE_NCCL": "1"})
+    decoded, validate = accepted(
+        text_of(body(inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir="/srv/x")), environ={"SGLANG_EAGLE_NCCL": "1"}
+    )
     assert len(validate.calls) == 1 and validate.calls[0] == {"name": "p", "env": {"NCCL_PROTO": "LL"}}
     assert decoded.trusted is False and decoded.profile is not None
     assert decoded.data == {"validated": True, "name": "p", "env": {"NCCL_PROTO": "LL"}}
@@ -131,7 +134,7 @@ def test_only_the_encoders_own_lower_case_hex_is_accepted(mangle):
 
 def test_hex_of_something_that_is_not_json_is_refused():
     assert "not hex of a JSON object" in refused(f"sen3.{b'not json'.hex()}.-")
-    assert "not hex of a JSON object" in refused(f"sen3.{bytes([0xff, 0xfe]).hex()}.-")
+    assert "not hex of a JSON object" in refused(f"sen3.{bytes([0xFF, 0xFE]).hex()}.-")
 
 
 # --- the structure -----------------------------------------------------------------------------------
@@ -139,7 +142,14 @@ def test_hex_of_something_that_is_not_json_is_refused():
 
 @pytest.mark.parametrize(
     "obj",
-    [[1, 2], "text", body(v=1), body(v="2"), {**body(), "extra": 1}, {k: v for k, v in body().items() if k != "v"}],
+    [
+        [1, 2],
+        "text",
+        body(v=1),
+        body(v="2"),
+        {**body(), "extra": 1},
+        {k: v for k, v in body().items() if k != "v"},
+    ],
     ids=["list", "string", "version-1", "version-string", "unknown-top-level-key", "no-version"],
 )
 def test_only_a_version_2_object_of_known_keys_is_read(obj):
@@ -166,8 +176,16 @@ def test_the_known_profile_keys_are_exactly_those_of_a_validated_profile():
 
 
 def test_every_known_profile_key_is_accepted():
-    profile = {"name": "p", "description": "d", "env": {}, "groups": {}, "nodes": {}, "policy": {}, "sources": [],
-               "tuner_rules": []}
+    profile = {
+        "name": "p",
+        "description": "d",
+        "env": {},
+        "groups": {},
+        "nodes": {},
+        "policy": {},
+        "sources": [],
+        "tuner_rules": [],
+    }
     decoded, validate = accepted(text_of(body(profile=profile)))
     assert validate.calls == [profile]
 
@@ -181,8 +199,11 @@ def test_recorded_inputs_must_be_the_plugins_own_strings(inputs):
     assert "not SGLANG_EAGLE_NCCL* strings" in refused(text_of(body(inputs=inputs)), check_inputs=False)
 
 
-@pytest.mark.parametrize("run_dir", ["relative/dir", "./x", "", "/srv/a\nb", 7, ["/srv"]],
-                         ids=["relative", "dot-relative", "empty", "newline", "int", "list"])
+@pytest.mark.parametrize(
+    "run_dir",
+    ["relative/dir", "./x", "", "/srv/a\nb", 7, ["/srv"]],
+    ids=["relative", "dot-relative", "empty", "newline", "int", "list"],
+)
 def test_the_launch_directory_must_be_an_absolute_one_line_path(run_dir):
     assert "not an absolute path" in refused(text_of(body(run_dir=run_dir)))
 
@@ -215,8 +236,13 @@ def test_sections_hold_only_nccl_names_with_one_line_string_values(profile, mess
 
 
 def test_group_and_node_sections_with_good_values_are_accepted():
-    profile = {"name": "p", "env": {"NCCL_PROTO": "LL"}, "groups": {"tp": {"TORCH_NCCL_X": "1"}},
-               "nodes": {"0": {"NCCL_SOCKET_IFNAME": "eth0"}}, "policy": {"consistency": "warn"}}
+    profile = {
+        "name": "p",
+        "env": {"NCCL_PROTO": "LL"},
+        "groups": {"tp": {"TORCH_NCCL_X": "1"}},
+        "nodes": {"0": {"NCCL_SOCKET_IFNAME": "eth0"}},
+        "policy": {"consistency": "warn"},
+    }
     decoded, validate = accepted(text_of(body(profile=profile)))
     assert validate.calls == [profile]
 
@@ -237,7 +263,9 @@ def test_inputs_that_changed_since_the_hand_off_are_refused_naming_each():
     text = text_of(body(inputs={"SGLANG_EAGLE_NCCL": "pcie-8gpu", "SGLANG_EAGLE_NCCL_ENV": "NCCL_ALGO=Ring"}))
     validate = Validate()
     with pytest.raises(ProfileError) as info:
-        wire.decode(text, {"SGLANG_EAGLE_NCCL": "debug", "SGLANG_EAGLE_NCCL_CONSISTENCY": "warn"}, validate=validate)
+        wire.decode(
+            text, {"SGLANG_EAGLE_NCCL": "debug", "SGLANG_EAGLE_NCCL_CONSISTENCY": "warn"}, validate=validate
+        )
     assert validate.calls == []
     by_var = {f.variable: f for f in info.value.findings}
     assert set(by_var) == {"SGLANG_EAGLE_NCCL", "SGLANG_EAGLE_NCCL_ENV", "SGLANG_EAGLE_NCCL_CONSISTENCY"}
@@ -248,13 +276,21 @@ def test_inputs_that_changed_since_the_hand_off_are_refused_naming_each():
     assert "is 'warn' here but was unset" in by_var["SGLANG_EAGLE_NCCL_CONSISTENCY"].rule
     # The root marker goes with the serialised profile: left alone, it makes the next launch a child.
     assert by_var["SGLANG_EAGLE_NCCL"].fix.startswith(
-        "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID so the plugin resolves SGLANG_EAGLE_NCCL afresh")
+        "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID so the plugin resolves SGLANG_EAGLE_NCCL afresh"
+    )
 
 
 def test_unchanged_inputs_and_variables_outside_the_inputs_do_not_count():
     text = text_of(body(inputs={"SGLANG_EAGLE_NCCL": "1"}))
-    decoded, _ = accepted(text, environ={"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_PROFILE": text,
-                                         "NCCL_PROTO": "Simple", "PATH": "/bin"})
+    decoded, _ = accepted(
+        text,
+        environ={
+            "SGLANG_EAGLE_NCCL": "1",
+            "SGLANG_EAGLE_NCCL_PROFILE": text,
+            "NCCL_PROTO": "Simple",
+            "PATH": "/bin",
+        },
+    )
     assert decoded.inputs == {"SGLANG_EAGLE_NCCL": "1"}
 
 
@@ -265,14 +301,20 @@ def test_check_inputs_false_reads_a_hand_off_whatever_the_environment_says():
 
 
 def test_input_disagreements_lists_now_and_then_in_input_order():
-    got = wire.input_disagreements({"SGLANG_EAGLE_NCCL": "a", "SGLANG_EAGLE_NCCL_CONSISTENCY": "warn"},
-                                   {"SGLANG_EAGLE_NCCL": "b", "SGLANG_EAGLE_NCCL_ENV": "x", "OTHER": "y"})
-    assert got == [("SGLANG_EAGLE_NCCL", "b", "a"), ("SGLANG_EAGLE_NCCL_ENV", "x", None),
-                   ("SGLANG_EAGLE_NCCL_CONSISTENCY", None, "warn")]
+    got = wire.input_disagreements(
+        {"SGLANG_EAGLE_NCCL": "a", "SGLANG_EAGLE_NCCL_CONSISTENCY": "warn"},
+        {"SGLANG_EAGLE_NCCL": "b", "SGLANG_EAGLE_NCCL_ENV": "x", "OTHER": "y"},
+    )
+    assert got == [
+        ("SGLANG_EAGLE_NCCL", "b", "a"),
+        ("SGLANG_EAGLE_NCCL_ENV", "x", None),
+        ("SGLANG_EAGLE_NCCL_CONSISTENCY", None, "warn"),
+    ]
     # The node rank selects a node section of the one hand-off every node shares; it is no input.
     assert wire.input_disagreements({}, {"SGLANG_EAGLE_NCCL_NODE_RANK": "1"}) == []
-    assert wire.current_inputs({"SGLANG_EAGLE_NCCL": "1", "NCCL_PROTO": "LL", "SGLANG_EAGLE_NCCL_PROFILE": "t"}) == {
-        "SGLANG_EAGLE_NCCL": "1"}
+    assert wire.current_inputs(
+        {"SGLANG_EAGLE_NCCL": "1", "NCCL_PROTO": "LL", "SGLANG_EAGLE_NCCL_PROFILE": "t"}
+    ) == {"SGLANG_EAGLE_NCCL": "1"}
 
 
 # --- the digest ----------------------------------------------------------------------------------------
@@ -333,6 +375,7 @@ def test_encode_without_a_key_writes_no_digest_and_with_one_this_users():
     assert unsigned.startswith("sen3.") and unsigned.endswith(".-")
     payload = unsigned.split(".")[1]
     assert bytes.fromhex(payload).decode("utf-8") == dumps(
-        {"v": 2, "profile": {"name": "p", "env": {"NCCL_PROTO": "LL"}}, "inputs": {}, "run_dir": None})
+        {"v": 2, "profile": {"name": "p", "env": {"NCCL_PROTO": "LL"}}, "inputs": {}, "run_dir": None}
+    )
     signed = wire.encode(data, inputs={}, run_dir=None, key=b"k" * 32)
     assert signed == f"sen3.{payload}.{wire.digest(b'k' * 32, payload)}"

@@ -28,7 +28,9 @@ MESSAGES = ["", "a", "73656e33", "0123456789abcdef" * 40, "x" * 63, "x" * 64, "x
 def test_digest_is_hmac_sha256_for_every_key_length(message):
     for length in range(0, 201):
         key = bytes((i * 37 + length) % 256 for i in range(length))
-        assert handoff.digest(key, message) == hmac.new(key, message.encode("ascii"), sha256).hexdigest(), length
+        assert handoff.digest(key, message) == hmac.new(key, message.encode("ascii"), sha256).hexdigest(), (
+            length
+        )
 
 
 # --- where the key lives ----------------------------------------------------------------------
@@ -119,8 +121,16 @@ def _plant(kind: str, path: Path, tmp_path: Path) -> None:
         path.symlink_to("/dev/zero")
 
 
-KINDS = ["fifo", "symlink to a fifo", "directory", "symlink to a key", "readable by others", "too short", "too long",
-         "device"]
+KINDS = [
+    "fifo",
+    "symlink to a fifo",
+    "directory",
+    "symlink to a key",
+    "readable by others",
+    "too short",
+    "too long",
+    "device",
+]
 READ_AND_DECODE = """
     import json, os, sys
     from sglang_eagle_nccl.contract import handoff
@@ -141,16 +151,39 @@ def test_nothing_at_the_key_path_blocks_or_is_trusted(tmp_path):
         _plant(kind, path, base)
         cases.append([kind, str(base / "cache")])
     # A hand-off signed with the planted bytes where there are any: a reader must not trust it.
-    data = {"name": "planted", "env": {"NCCL_PROTO": "Simple"}, "groups": {}, "nodes": {}, "policy": {}, "sources": []}
+    data = {
+        "name": "planted",
+        "env": {"NCCL_PROTO": "Simple"},
+        "groups": {},
+        "nodes": {},
+        "policy": {},
+        "sources": [],
+    }
     text = handoff.encode(data, inputs={"SGLANG_EAGLE_NCCL": "1"}, run_dir=None, key=b"k" * handoff.KEY_BYTES)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
-    env.update({"PYTHONPATH": str(REPO), "CASES": json.dumps(cases), "SGLANG_EAGLE_NCCL": "1",
-                "SGLANG_EAGLE_NCCL_PROFILE": text})
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
+    env.update(
+        {
+            "PYTHONPATH": str(REPO),
+            "CASES": json.dumps(cases),
+            "SGLANG_EAGLE_NCCL": "1",
+            "SGLANG_EAGLE_NCCL_PROFILE": text,
+        }
+    )
     # A FIFO opened without O_NONBLOCK waits for a writer forever: the timeout is the failure.
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(READ_AND_DECODE)], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(READ_AND_DECODE)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
-    assert [json.loads(line) for line in done.stdout.splitlines()] == [[kind, False, False, "Simple"] for kind in KINDS]
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [
+        [kind, False, False, "Simple"] for kind in KINDS
+    ]
     # Whatever was planted is still there, unchanged in kind: the reader only looked.
     for i, kind in enumerate(KINDS):
         st = os.lstat(tmp_path / str(i) / "cache" / "sglang-eagle-nccl" / handoff.KEY_FILE)

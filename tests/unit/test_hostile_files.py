@@ -56,38 +56,98 @@ def _cases(tmp: Path) -> list[dict]:
     os.mkfifo(fifo)
     (tmp / "model").mkdir()
     os.mkfifo(tmp / "model" / "config.json")
-    for name, size in (("huge.json", 16 * MIB + 1), ("huge.toml", 256 * 1024 + 1), ("huge.log", 256 * MIB + 1)):
+    for name, size in (
+        ("huge.json", 16 * MIB + 1),
+        ("huge.toml", 256 * 1024 + 1),
+        ("huge.log", 256 * MIB + 1),
+    ):
         with open(tmp / name, "wb") as f:
             f.truncate(size)  # sparse: nothing is written, the size alone must be refused
     t = str(tmp)
     tuner = ["--bytes", "1", "--nranks", "2"]
     return [
-        {"id": "sizes: config is a FIFO", "argv": ["sizes", "--model-config", f"{t}/pipe"],
-         "expect": (2, f"--model-config='{t}/pipe': cannot be read (a FIFO (named pipe), not a regular file)")},
-        {"id": "sizes: config.json in the directory is a FIFO", "argv": ["sizes", "--model-config", f"{t}/model"],
-         "expect": (2, f"--model-config='{t}/model': cannot be read (a FIFO (named pipe), not a regular file)")},
-        {"id": "sizes: config is /dev/zero", "argv": ["sizes", "--model-config", "/dev/zero"],
-         "expect": (2, "--model-config='/dev/zero': cannot be read (a character device, not a regular file)")},
-        {"id": "sizes: config over 16 MiB", "argv": ["sizes", "--model-config", f"{t}/huge.json"],
-         "expect": (2, f"cannot be read ({16 * MIB + 1} bytes, larger than the {16 * MIB}-byte limit)")},
-        {"id": "tuner: model config is a FIFO", "argv": ["tuner", "--model-config", f"{t}/pipe", "--nranks", "2"],
-         "expect": (2, f"--model-config='{t}/pipe': cannot be read (a FIFO (named pipe), not a regular file)")},
-        {"id": "tuner: rules file is a FIFO", "argv": ["tuner", "--rules", f"{t}/pipe", *tuner],
-         "expect": (2, f"--rules {t}/pipe: cannot read it: a FIFO (named pipe), not a regular file")},
-        {"id": "tuner: rules file is /dev/zero", "argv": ["tuner", "--rules", "/dev/zero", *tuner],
-         "expect": (2, "--rules /dev/zero: cannot read it: a character device, not a regular file")},
-        {"id": "tuner: rules file over 256 KiB", "argv": ["tuner", "--rules", f"{t}/huge.toml", *tuner],
-         "expect": (2, f"cannot read it: {256 * 1024 + 1} bytes, larger than the {256 * 1024}-byte limit")},
-        {"id": "analyze: log is a FIFO", "argv": ["analyze", f"{t}/pipe"],
-         "expect": (2, f"{t}/pipe: cannot read this log: a FIFO (named pipe), not a regular file")},
-        {"id": "analyze: log is /dev/zero", "argv": ["analyze", "/dev/zero"],
-         "expect": (2, "/dev/zero: cannot read this log: a character device, not a regular file")},
-        {"id": "analyze: log over 256 MiB", "argv": ["analyze", f"{t}/huge.log"],
-         "expect": (2, f"cannot read this log: {256 * MIB + 1} bytes, larger than the {256 * MIB}-byte limit")},
-        {"id": "doctor: NCCL_CONF_FILE is a FIFO", "argv": ["doctor"], "env": {"NCCL_CONF_FILE": f"{t}/pipe"},
-         "expect": (1, f"{t}/pipe: unreadable: a FIFO (named pipe), not a regular file")},
-        {"id": "doctor: NCCL_CONF_FILE is /dev/zero", "argv": ["doctor"], "env": {"NCCL_CONF_FILE": "/dev/zero"},
-         "expect": (1, "/dev/zero: unreadable: a character device, not a regular file")},
+        {
+            "id": "sizes: config is a FIFO",
+            "argv": ["sizes", "--model-config", f"{t}/pipe"],
+            "expect": (
+                2,
+                f"--model-config='{t}/pipe': cannot be read (a FIFO (named pipe), not a regular file)",
+            ),
+        },
+        {
+            "id": "sizes: config.json in the directory is a FIFO",
+            "argv": ["sizes", "--model-config", f"{t}/model"],
+            "expect": (
+                2,
+                f"--model-config='{t}/model': cannot be read (a FIFO (named pipe), not a regular file)",
+            ),
+        },
+        {
+            "id": "sizes: config is /dev/zero",
+            "argv": ["sizes", "--model-config", "/dev/zero"],
+            "expect": (
+                2,
+                "--model-config='/dev/zero': cannot be read (a character device, not a regular file)",
+            ),
+        },
+        {
+            "id": "sizes: config over 16 MiB",
+            "argv": ["sizes", "--model-config", f"{t}/huge.json"],
+            "expect": (2, f"cannot be read ({16 * MIB + 1} bytes, larger than the {16 * MIB}-byte limit)"),
+        },
+        {
+            "id": "tuner: model config is a FIFO",
+            "argv": ["tuner", "--model-config", f"{t}/pipe", "--nranks", "2"],
+            "expect": (
+                2,
+                f"--model-config='{t}/pipe': cannot be read (a FIFO (named pipe), not a regular file)",
+            ),
+        },
+        {
+            "id": "tuner: rules file is a FIFO",
+            "argv": ["tuner", "--rules", f"{t}/pipe", *tuner],
+            "expect": (2, f"--rules {t}/pipe: cannot read it: a FIFO (named pipe), not a regular file"),
+        },
+        {
+            "id": "tuner: rules file is /dev/zero",
+            "argv": ["tuner", "--rules", "/dev/zero", *tuner],
+            "expect": (2, "--rules /dev/zero: cannot read it: a character device, not a regular file"),
+        },
+        {
+            "id": "tuner: rules file over 256 KiB",
+            "argv": ["tuner", "--rules", f"{t}/huge.toml", *tuner],
+            "expect": (2, f"cannot read it: {256 * 1024 + 1} bytes, larger than the {256 * 1024}-byte limit"),
+        },
+        {
+            "id": "analyze: log is a FIFO",
+            "argv": ["analyze", f"{t}/pipe"],
+            "expect": (2, f"{t}/pipe: cannot read this log: a FIFO (named pipe), not a regular file"),
+        },
+        {
+            "id": "analyze: log is /dev/zero",
+            "argv": ["analyze", "/dev/zero"],
+            "expect": (2, "/dev/zero: cannot read this log: a character device, not a regular file"),
+        },
+        {
+            "id": "analyze: log over 256 MiB",
+            "argv": ["analyze", f"{t}/huge.log"],
+            "expect": (
+                2,
+                f"cannot read this log: {256 * MIB + 1} bytes, larger than the {256 * MIB}-byte limit",
+            ),
+        },
+        {
+            "id": "doctor: NCCL_CONF_FILE is a FIFO",
+            "argv": ["doctor"],
+            "env": {"NCCL_CONF_FILE": f"{t}/pipe"},
+            "expect": (1, f"{t}/pipe: unreadable: a FIFO (named pipe), not a regular file"),
+        },
+        {
+            "id": "doctor: NCCL_CONF_FILE is /dev/zero",
+            "argv": ["doctor"],
+            "env": {"NCCL_CONF_FILE": "/dev/zero"},
+            "expect": (1, "/dev/zero: unreadable: a character device, not a regular file"),
+        },
     ]
 
 
@@ -95,10 +155,18 @@ def _cases(tmp: Path) -> list[dict]:
 def results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile-files")
     cases = _cases(tmp)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
     env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD), json.dumps(cases)], capture_output=True,
-                          text=True, env=env, cwd=tmp, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CHILD), json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     got = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
     return {c["id"]: (c, got.get(c["id"])) for c in cases}
@@ -106,10 +174,18 @@ def results(tmp_path_factory):
 
 # The ids, written out so pytest names each case (the cases need a directory to exist).
 IDS = [
-    "sizes: config is a FIFO", "sizes: config.json in the directory is a FIFO", "sizes: config is /dev/zero",
-    "sizes: config over 16 MiB", "tuner: model config is a FIFO", "tuner: rules file is a FIFO",
-    "tuner: rules file is /dev/zero", "tuner: rules file over 256 KiB", "analyze: log is a FIFO",
-    "analyze: log is /dev/zero", "analyze: log over 256 MiB", "doctor: NCCL_CONF_FILE is a FIFO",
+    "sizes: config is a FIFO",
+    "sizes: config.json in the directory is a FIFO",
+    "sizes: config is /dev/zero",
+    "sizes: config over 16 MiB",
+    "tuner: model config is a FIFO",
+    "tuner: rules file is a FIFO",
+    "tuner: rules file is /dev/zero",
+    "tuner: rules file over 256 KiB",
+    "analyze: log is a FIFO",
+    "analyze: log is /dev/zero",
+    "analyze: log over 256 MiB",
+    "doctor: NCCL_CONF_FILE is a FIFO",
     "doctor: NCCL_CONF_FILE is /dev/zero",
 ]
 

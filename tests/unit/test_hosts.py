@@ -37,7 +37,15 @@ def scheduler(pid: int, machine: dict, env: dict) -> list[dict]:
         rec("process_start", **m, expected_env=ENV, env=env, profile="p"),
         rec("process_role", **m, title="sglang::scheduler_TP0"),
         rec("scheduler_start", **m, ranks={}, env=env),
-        rec("group_created", **m, group="tp", unique_name="tp:0", ranks=[0, 1], env=env, torch_comm="lazy-nccl"),
+        rec(
+            "group_created",
+            **m,
+            group="tp",
+            unique_name="tp:0",
+            ranks=[0, 1],
+            env=env,
+            torch_comm="lazy-nccl",
+        ),
     ]
 
 
@@ -46,7 +54,9 @@ def test_two_containers_with_the_same_pid_in_one_directory_are_two_processes(tmp
     run.mkdir()
     (run / "launch.json").write_text(json.dumps(META))
     # Both wrote proc-node-1.jsonl before file names carried the identity: one file, two processes.
-    write_lines(run / "proc-node-1.jsonl", scheduler(1, NODE_A, ENV) + scheduler(1, NODE_B, {"NCCL_PROTO": "Simple"}))
+    write_lines(
+        run / "proc-node-1.jsonl", scheduler(1, NODE_A, ENV) + scheduler(1, NODE_B, {"NCCL_PROTO": "Simple"})
+    )
     report = load_report(run)
     assert len(report.processes) == 2 and {p.pid for p in report.processes} == {1}
     assert sorted(p.verdict for p in report.processes) == ["fail", "ok"]
@@ -59,8 +69,10 @@ def test_two_containers_with_the_same_pid_in_one_directory_are_two_processes(tmp
 
 def test_directories_collected_per_node_are_judged_as_one_launch(tmp_path):
     paths = []
-    for name, machine, env in (("n0", {"host": "gpu-0", "boot_id": "a" * 32}, ENV),
-                               ("n1", {"host": "gpu-1", "boot_id": "b" * 32}, {"NCCL_PROTO": "Simple"})):
+    for name, machine, env in (
+        ("n0", {"host": "gpu-0", "boot_id": "a" * 32}, ENV),
+        ("n1", {"host": "gpu-1", "boot_id": "b" * 32}, {"NCCL_PROTO": "Simple"}),
+    ):
         run = tmp_path / name
         run.mkdir()
         (run / "launch.json").write_text(json.dumps(META))
@@ -99,7 +111,7 @@ def test_launch_directories_of_different_profiles_are_not_one_launch(tmp_path):
 
 # --- real namespaces ---------------------------------------------------------------------------
 
-HOST_SCRIPT = textwrap.dedent('''
+HOST_SCRIPT = textwrap.dedent("""
     import os, sys
     from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
     run, proto = sys.argv[1], sys.argv[2]
@@ -116,13 +128,15 @@ HOST_SCRIPT = textwrap.dedent('''
     deadline = time.monotonic() + 60
     while len([n for n in os.listdir(run) if n.startswith("proc-")]) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-''')
+""")
 
 
 def _namespaces_usable() -> str | None:
     if os.getuid() != 0 or shutil.which("unshare") is None:
         return "unshare: PID/UTS namespaces need root and util-linux's unshare on this machine"
-    probe = subprocess.run(["unshare", "-p", "-f", "--mount-proc", "-u", "true"], capture_output=True, timeout=30)
+    probe = subprocess.run(
+        ["unshare", "-p", "-f", "--mount-proc", "-u", "true"], capture_output=True, timeout=30
+    )
     if probe.returncode != 0:
         return f"unshare: PID/UTS namespaces not permitted on this machine ({probe.stderr.decode().strip()})"
     return None
@@ -142,14 +156,22 @@ def test_two_hosts_with_colliding_pids_in_one_real_directory_cannot_hide_a_failu
     hosts = []
     for proto in ("LL", "Simple"):  # the second "host" ran without the profile's value
         cmd = f'hostname node && exec "{sys.executable}" "{script}" "{run}" {proto}'
-        hosts.append(subprocess.Popen(["unshare", "-p", "-f", "--mount-proc", "-u", "sh", "-c", cmd],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                      env=dict(os.environ, PYTHONPATH=src)))
+        hosts.append(
+            subprocess.Popen(
+                ["unshare", "-p", "-f", "--mount-proc", "-u", "sh", "-c", cmd],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=dict(os.environ, PYTHONPATH=src),
+            )
+        )
     for host in hosts:
         _out, err = host.communicate(timeout=90)
         assert host.returncode == 0, err
     files = sorted(p.name for p in run.iterdir() if p.name.startswith("proc-"))
-    assert len(files) == 2 and all(f.startswith("proc-node-") and f.endswith("-1.jsonl") for f in files), files
+    assert len(files) == 2 and all(f.startswith("proc-node-") and f.endswith("-1.jsonl") for f in files), (
+        files
+    )
     report = load_report(run)
     assert [(p.host, p.pid) for p in report.processes] == [("node", 1), ("node", 1)]
     assert len({p.machine for p in report.processes}) == 2  # same host name and pid, two PID namespaces

@@ -51,8 +51,12 @@ def imports_of(path: Path) -> set[str]:
                 continue
             for alias in node.names:
                 candidate = f"{mod}.{alias.name}"
-                found.add(candidate if (PKG.parent / (candidate.replace(".", "/") + ".py")).exists()
-                          or (PKG.parent / candidate.replace(".", "/") / "__init__.py").exists() else mod)
+                found.add(
+                    candidate
+                    if (PKG.parent / (candidate.replace(".", "/") + ".py")).exists()
+                    or (PKG.parent / candidate.replace(".", "/") / "__init__.py").exists()
+                    else mod
+                )
     return found
 
 
@@ -80,7 +84,7 @@ def test_no_import_cycles() -> None:
         stack.append(m)
         for n in sorted(g[m]):
             if state.get(n) == 1:
-                cycles.append(stack[stack.index(n):] + [n])
+                cycles.append(stack[stack.index(n) :] + [n])
             elif n not in state:
                 visit(n)
         stack.pop()
@@ -95,8 +99,10 @@ def test_no_import_cycles() -> None:
 def test_layers_point_one_way() -> None:
     upward = [
         f"{m} (layer {layer_of(m)}) imports {n} (layer {layer_of(n)})"
-        for m, deps in graph().items() if m != NAME
-        for n in deps if n != NAME and layer_of(n) > layer_of(m)
+        for m, deps in graph().items()
+        if m != NAME
+        for n in deps
+        if n != NAME and layer_of(n) > layer_of(m)
     ]
     assert not upward, "imports pointing upward:\n" + "\n".join(sorted(upward))
 

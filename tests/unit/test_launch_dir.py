@@ -58,7 +58,11 @@ def _plant(run: str, name: str, kind: str, tmp_path) -> str:
 
 def _snapshot(path: str) -> tuple:
     st = os.lstat(path)
-    body = open(path, "rb").read() if stat.S_ISREG(st.st_mode) else (os.readlink(path) if stat.S_ISLNK(st.st_mode) else b"")
+    body = (
+        open(path, "rb").read()
+        if stat.S_ISREG(st.st_mode)
+        else (os.readlink(path) if stat.S_ISLNK(st.st_mode) else b"")
+    )
     return stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_nlink, body
 
 
@@ -125,7 +129,10 @@ def test_a_node_without_the_launchers_filesystem_makes_its_launch_directory(tmp_
     run = str(tmp_path / "root" / "20261201-000000-1-abcd")
     writer = AuditWriter(run, role="scheduler")
     assert writer.write("process_role", title="sglang::scheduler_TP1")
-    assert stat.S_IMODE(os.stat(run).st_mode) == 0o700 and stat.S_IMODE(os.stat(os.path.dirname(run)).st_mode) == 0o700
+    assert (
+        stat.S_IMODE(os.stat(run).st_mode) == 0o700
+        and stat.S_IMODE(os.stat(os.path.dirname(run)).st_mode) == 0o700
+    )
     with pytest.raises(AuditError, match="not an absolute path"):
         join_launch_dir("relative/launch")
 
@@ -140,13 +147,24 @@ def test_identity_names_this_process_on_this_host():
 
 
 def test_another_process_has_another_identity():
-    out = subprocess.run([sys.executable, "-c", "from sglang_eagle_nccl.contract.launch_dir import identity; "
-                          "import json; print(json.dumps(identity()))"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from sglang_eagle_nccl.contract.launch_dir import identity; "
+            "import json; print(json.dumps(identity()))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     import json
 
     child = json.loads(out.stdout)
     me = identity()
-    assert {k: child[k] for k in ("host", "boot_id", "pidns")} == {k: me[k] for k in ("host", "boot_id", "pidns")}
+    assert {k: child[k] for k in ("host", "boot_id", "pidns")} == {
+        k: me[k] for k in ("host", "boot_id", "pidns")
+    }
     assert identity_key(child) != identity_key(me)
 
 

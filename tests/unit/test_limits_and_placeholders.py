@@ -67,7 +67,9 @@ def test_long_argument_is_named_by_position():
 
 
 def test_an_ordinary_launch_fits():
-    assert check_exec_size(dict(os.environ), [sys.executable, "-m", "sglang.launch_server", "--tp", "8"]) == []
+    assert (
+        check_exec_size(dict(os.environ), [sys.executable, "-m", "sglang.launch_server", "--tp", "8"]) == []
+    )
 
 
 # --- {audit_dir} ---------------------------------------------------------------------------
@@ -81,12 +83,17 @@ def test_debug_profile_uses_the_placeholder_and_validates():
 
 def test_expand_puts_the_file_in_the_launch_directory(tmp_path):
     run = str(tmp_path / "20250101-000000-1-ab")
-    assert expand_placeholders("NCCL_DEBUG_FILE", "{audit_dir}/nccl.%h.%p.log", run) == f"{run}/nccl.%h.%p.log"
+    assert (
+        expand_placeholders("NCCL_DEBUG_FILE", "{audit_dir}/nccl.%h.%p.log", run) == f"{run}/nccl.%h.%p.log"
+    )
 
 
 def test_expand_escapes_percent_in_the_directory():
     # NCCL expands %h/%p/%% in the whole string: a literal % in the directory must be doubled.
-    assert expand_placeholders("NCCL_DEBUG_FILE", "{audit_dir}/n.%p.log", "/data/100%p") == "/data/100%%p/n.%p.log"
+    assert (
+        expand_placeholders("NCCL_DEBUG_FILE", "{audit_dir}/n.%p.log", "/data/100%p")
+        == "/data/100%%p/n.%p.log"
+    )
 
 
 def test_values_without_placeholder_are_unchanged():
@@ -107,12 +114,26 @@ PLACEHOLDER_FIX = "write NCCL_DEBUG_FILE={audit_dir}/nccl.%h.%p.log"
 @pytest.mark.parametrize(
     "name,value,run_dir,fix",
     [
-        ("NCCL_TOPO_FILE", "{audit_dir}/topo.xml", "/r", f"{PLACEHOLDER_FIX}, or use a literal path in NCCL_TOPO_FILE"),
-        ("NCCL_DEBUG_FILE", "/x/{audit_dir}/n.%p", "/r", f"{PLACEHOLDER_FIX}, or use a literal path in NCCL_DEBUG_FILE"),
+        (
+            "NCCL_TOPO_FILE",
+            "{audit_dir}/topo.xml",
+            "/r",
+            f"{PLACEHOLDER_FIX}, or use a literal path in NCCL_TOPO_FILE",
+        ),
+        (
+            "NCCL_DEBUG_FILE",
+            "/x/{audit_dir}/n.%p",
+            "/r",
+            f"{PLACEHOLDER_FIX}, or use a literal path in NCCL_DEBUG_FILE",
+        ),
         ("NCCL_DEBUG_FILE", "{audit_dir}/../n.%p", "/r", PLACEHOLDER_FIX),
-        ("NCCL_DEBUG_FILE", "{audit_dir}/n.%p", "relative/run",
-         "let the plugin create the launch directory: it travels in SGLANG_EAGLE_NCCL_PROFILE, which only a launcher "
-         "writes (unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID and start the process through a launch)"),
+        (
+            "NCCL_DEBUG_FILE",
+            "{audit_dir}/n.%p",
+            "relative/run",
+            "let the plugin create the launch directory: it travels in SGLANG_EAGLE_NCCL_PROFILE, which only a launcher "
+            "writes (unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID and start the process through a launch)",
+        ),
     ],
 )
 def test_misplaced_placeholder_or_bad_run_dir_is_refused(name, value, run_dir, fix):

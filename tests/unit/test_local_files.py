@@ -89,8 +89,12 @@ def test_the_plugins_own_native_libraries_are_exempt():
     assert check_plugin_library("NCCL_ENV_PLUGIN", lib, "env", facts_of=facts) == []
     other = "/opt/elsewhere/lib.so"
     findings = check_plugin_library(
-        "NCCL_ENV_PLUGIN", other, "env",
-        facts_of=lambda p: PathFacts(True, True, 0o100666, 12345, other, "", (("/opt/elsewhere", 0o40777, 12345),)),
+        "NCCL_ENV_PLUGIN",
+        other,
+        "env",
+        facts_of=lambda p: PathFacts(
+            True, True, 0o100666, 12345, other, "", (("/opt/elsewhere", 0o40777, 12345),)
+        ),
     )
     assert sum(f.severity == "error" for f in findings) == 2
 
@@ -105,5 +109,7 @@ def test_debug_file_directory(private):
     open_dir.mkdir()
     open_dir.chmod(0o777)
     assert check_debug_file_directory("NCCL_DEBUG_FILE", f"{open_dir}/nccl.log")
-    assert check_debug_file_directory("NCCL_DEBUG_FILE", f"{open_dir}/nccl.%h.%p.log") == []  # %p: per-process name
+    assert (
+        check_debug_file_directory("NCCL_DEBUG_FILE", f"{open_dir}/nccl.%h.%p.log") == []
+    )  # %p: per-process name
     assert check_debug_file_directory("NCCL_DEBUG_FILE", f"{private}/nccl.log") == []  # private directory

@@ -41,7 +41,11 @@ def test_committed_index_is_current():
     assert index_writer.main(["--check", str(MANIFESTS)]) == 0
 
 
-@pytest.mark.parametrize("version", [v for r in _releases() for v in _variants(r)] + ["0.5.24", "0.6.0", "0.4.2", "0.5.5rc1", "0.5.0", "0.5.0+cu130"])
+@pytest.mark.parametrize(
+    "version",
+    [v for r in _releases() for v in _variants(r)]
+    + ["0.5.24", "0.6.0", "0.4.2", "0.5.5rc1", "0.5.0", "0.5.0+cu130"],
+)
 def test_index_selects_what_patchsets_selects(version):
     fast = manifest_index.select(version, str(MANIFESTS))
     if Version(version).is_prerelease or Version(version).is_devrelease:
@@ -66,7 +70,9 @@ def test_index_selects_what_patchsets_selects(version):
         assert [(h.to_dict(), h.process, fast.patch_set.mechanism_of(h)) for h in got] == [
             (h.to_dict(), h.process, slow.patch_set.mechanism_of(h)) for h in want
         ]
-        assert [(h.module, h.qualname, h.dotted, h.is_sglang) for h in got] == [(h.module, h.qualname, h.dotted, h.is_sglang) for h in want]
+        assert [(h.module, h.qualname, h.dotted, h.is_sglang) for h in got] == [
+            (h.module, h.qualname, h.dotted, h.is_sglang) for h in want
+        ]
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -108,8 +114,13 @@ _release = st.lists(st.integers(0, 12), min_size=1, max_size=4).map(lambda r: ".
 _suffix = st.sampled_from(["", "", "", "rc1", "a2", ".post1", ".dev0", "+cu130", ".post2+local.7"])
 _versions = st.builds(lambda r, s: r + s, _release, _suffix)
 _ops = st.sampled_from([">=", "<=", "<", ">", "==", "!=", "~=", "==="])
-_clause = st.builds(lambda op, r, s, star: f"{op}{r}{s}{'.*' if star and op in ('==', '!=') and not s else ''}",
-                    _ops, _release, st.sampled_from(["", "", "", "rc1", ".post1", ".dev0"]), st.booleans())
+_clause = st.builds(
+    lambda op, r, s, star: f"{op}{r}{s}{'.*' if star and op in ('==', '!=') and not s else ''}",
+    _ops,
+    _release,
+    st.sampled_from(["", "", "", "rc1", ".post1", ".dev0"]),
+    st.booleans(),
+)
 
 
 @settings(max_examples=600, deadline=None)
@@ -151,7 +162,13 @@ def _fake_site(tmp_path: Path, *dist_infos: tuple[str, str]) -> Path:
 
 
 def test_version_is_read_from_the_dist_info_beside_the_package(tmp_path, monkeypatch):
-    site = _fake_site(tmp_path, ("sglang-0.5.23+cu130.dist-info", "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23+cu130\n\nVersion: 1.0\n"))
+    site = _fake_site(
+        tmp_path,
+        (
+            "sglang-0.5.23+cu130.dist-info",
+            "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23+cu130\n\nVersion: 1.0\n",
+        ),
+    )
     module = type(sys)("sglang")
     module.__file__ = str(site / "sglang" / "__init__.py")
     monkeypatch.setitem(sys.modules, "sglang", module)
@@ -163,7 +180,10 @@ def test_version_is_read_from_the_dist_info_beside_the_package(tmp_path, monkeyp
 def test_version_lookup_falls_back_when_the_dist_info_is_ambiguous(tmp_path, monkeypatch, layout):
     infos = {
         "none": [],
-        "two": [("sglang-0.5.22.dist-info", "Version: 0.5.22\n"), ("sglang-0.5.23.dist-info", "Version: 0.5.23\n")],
+        "two": [
+            ("sglang-0.5.22.dist-info", "Version: 0.5.22\n"),
+            ("sglang-0.5.23.dist-info", "Version: 0.5.23\n"),
+        ],
         "no-version-header": [("sglang-0.5.23.dist-info", "Name: sglang\n\nVersion: 0.5.23\n")],
     }[layout]
     site = _fake_site(tmp_path, *infos)

@@ -30,7 +30,11 @@ DOCUMENT = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)\b|\bREADME\b|§\s
 
 
 def defined_variables() -> set[str]:
-    return {v for k, v in vars(names).items() if k.isupper() and isinstance(v, str) and v.startswith("SGLANG_EAGLE_NCCL")}
+    return {
+        v
+        for k, v in vars(names).items()
+        if k.isupper() and isinstance(v, str) and v.startswith("SGLANG_EAGLE_NCCL")
+    }
 
 
 def _docstring_nodes(tree: ast.AST) -> set[int]:
@@ -77,7 +81,9 @@ def test_the_scan_sees_messages_and_data():
     found = all_strings()
     assert len(found) > 2000
     where = {w.split(":")[0].split(".toml")[0] for w, _ in found}
-    assert "sglang_eagle_nccl/cli/run.py" in where and "sglang_eagle_nccl/knowledge/nccl/data/nccl_vars" in where
+    assert (
+        "sglang_eagle_nccl/cli/run.py" in where and "sglang_eagle_nccl/knowledge/nccl/data/nccl_vars" in where
+    )
 
 
 def test_every_plugin_variable_in_a_message_exists():
@@ -106,22 +112,28 @@ def test_every_document_a_message_cites_is_in_the_repository():
     assert missing == []
 
 
-@pytest.mark.parametrize("text,bad", [
-    ("do not set SGLANG_EAGLE_NCCL_RUN_DIR by hand", ["SGLANG_EAGLE_NCCL_RUN_DIR"]),
-    ("unset SGLANG_EAGLE_NCCL_PROFILE and the SGLANG_EAGLE_NCCL* family", []),
-    ("SGLANG_EAGLE_NCCL_* variables", []),
-])
+@pytest.mark.parametrize(
+    "text,bad",
+    [
+        ("do not set SGLANG_EAGLE_NCCL_RUN_DIR by hand", ["SGLANG_EAGLE_NCCL_RUN_DIR"]),
+        ("unset SGLANG_EAGLE_NCCL_PROFILE and the SGLANG_EAGLE_NCCL* family", []),
+        ("SGLANG_EAGLE_NCCL_* variables", []),
+    ],
+)
 def test_the_variable_scan_tells_a_name_from_a_family(text, bad):
     defined = defined_variables()
     found = [m.group(0) for m in VARIABLE.finditer(text) if not m.group(1) and not m.group(0).endswith("_")]
     assert [n for n in found if n not in defined] == bad
 
 
-@pytest.mark.parametrize("text,cited", [
-    ("see DESIGN §7", ["§7", "DESIGN"]),
-    ("(sglang-internals.md §4)", ["sglang-internals.md", "§4"]),
-    ("details: docs/native-plugins.md", ["docs/native-plugins.md"]),
-    ("a file.toml, not a document", []),
-])
+@pytest.mark.parametrize(
+    "text,cited",
+    [
+        ("see DESIGN §7", ["§7", "DESIGN"]),
+        ("(sglang-internals.md §4)", ["sglang-internals.md", "§4"]),
+        ("details: docs/native-plugins.md", ["docs/native-plugins.md"]),
+        ("a file.toml, not a document", []),
+    ],
+)
 def test_the_document_scan_finds_citations(text, cited):
     assert sorted(m.group(1) or m.group(0) for m in DOCUMENT.finditer(text)) == sorted(cited)

@@ -28,7 +28,9 @@ def rules(*specs: dict):
 
 
 def shadow_errors(*specs: dict) -> list[str]:
-    return [f"{f.variable}: {f.rule}" for f in check_rules(rules(*specs), None, None) if f.severity == "error"]
+    return [
+        f"{f.variable}: {f.rule}" for f in check_rules(rules(*specs), None, None) if f.severity == "error"
+    ]
 
 
 # --- shadowing over rank and node ranges (first match wins) ------------------------------------------
@@ -36,7 +38,8 @@ def shadow_errors(*specs: dict) -> list[str]:
 
 def test_a_rule_without_a_rank_range_covers_every_rank_count_from_one():
     assert shadow_errors({}, {"nranks": [1, 1]}) == [
-        "tuner.rules#2: can never match: first match wins and tuner.rules#1 already matches every call it matches"]
+        "tuner.rules#2: can never match: first match wins and tuner.rules#1 already matches every call it matches"
+    ]
     assert shadow_errors({}, {"nnodes": [1, 1]})
 
 
@@ -50,17 +53,21 @@ def test_a_gap_between_earlier_ranges_keeps_the_later_rule_alive():
     assert shadow_errors({"nranks": [2, 3]}, {"nranks": [5, 8]}, {"nranks": [2, 8]}) == []
     assert shadow_errors({"nranks": [2, 4]}, {"nranks": [5, 8]}, {"nranks": [2, 8]}) == [
         "tuner.rules#3: can never match: first match wins and tuner.rules#1, tuner.rules#2 already match every "
-        "call it matches"]
+        "call it matches"
+    ]
 
 
 def test_only_overlapping_earlier_rules_are_named_as_shadowing():
     assert shadow_errors({"bytes": [200, 300]}, {"bytes": [0, 100]}, {"bytes": [0, 100]}) == [
-        "tuner.rules#3: can never match: first match wins and tuner.rules#2 already matches every call it matches"]
+        "tuner.rules#3: can never match: first match wins and tuner.rules#2 already matches every call it matches"
+    ]
     # adjacent ranges touch but do not overlap: [0, 100) and [100, 200), on either side
     assert shadow_errors({"bytes": [200, 300]}, {"bytes": [100, 200]}, {"bytes": [100, 200]}) == [
-        "tuner.rules#3: can never match: first match wins and tuner.rules#2 already matches every call it matches"]
+        "tuner.rules#3: can never match: first match wins and tuner.rules#2 already matches every call it matches"
+    ]
     assert shadow_errors({"bytes": [100, 200]}, {"bytes": [0, 100]}, {"bytes": [100, 200]}) == [
-        "tuner.rules#3: can never match: first match wins and tuner.rules#1 already matches every call it matches"]
+        "tuner.rules#3: can never match: first match wins and tuner.rules#1 already matches every call it matches"
+    ]
 
 
 # --- refusals name their value --------------------------------------------------------------------------
@@ -68,23 +75,35 @@ def test_only_overlapping_earlier_rules_are_named_as_shadowing():
 
 @pytest.mark.parametrize("key,what", [("nranks", "ranks"), ("nnodes", "nodes")])
 def test_count_range_refusals_name_the_value_and_the_count(key, what):
-    for value, rule in (([0, 2], f"min must be an integer from 1 to {SIZE_T_MAX} ({what})"),
-                        (5, f"must be a list [min, max] of {what} (both included)"),
-                        ([1, "x"], f'max must be an integer up to {SIZE_T_MAX} (NCCL\'s size_t) or "inf"'),
-                        ([3, 2], "the range is inverted (min > max)")):
-        _, findings = parse_rules([{"collective": "allreduce", "bytes": [0, 1], "algorithm": "ring", "protocol": "LL",
-                                    key: value}], "t.toml")
+    for value, rule in (
+        ([0, 2], f"min must be an integer from 1 to {SIZE_T_MAX} ({what})"),
+        (5, f"must be a list [min, max] of {what} (both included)"),
+        ([1, "x"], f'max must be an integer up to {SIZE_T_MAX} (NCCL\'s size_t) or "inf"'),
+        ([3, 2], "the range is inverted (min > max)"),
+    ):
+        _, findings = parse_rules(
+            [{"collective": "allreduce", "bytes": [0, 1], "algorithm": "ring", "protocol": "LL", key: value}],
+            "t.toml",
+        )
         (f,) = findings
         assert (f.variable, f.value, f.rule) == (f"tuner.rules#1.{key}", repr(value), rule)
 
 
 def test_non_table_and_non_list_refusals_have_rule_and_fix():
     _, (f,) = parse_rules([5], "t.toml")
-    assert (f.variable, f.value, f.rule, f.fix) == ("tuner.rules#1", "5", "each rule must be a table",
-                                                    "write each rule as a [[tuner.rules]] block")
+    assert (f.variable, f.value, f.rule, f.fix) == (
+        "tuner.rules#1",
+        "5",
+        "each rule must be a table",
+        "write each rule as a [[tuner.rules]] block",
+    )
     _, (f,) = parse_rules({"a": 1}, "t.toml")
-    assert (f.variable, f.value, f.rule, f.fix) == ("tuner.rules", "{'a': 1}", "must be a list of rules",
-                                                    "write each rule as a [[tuner.rules]] block")
+    assert (f.variable, f.value, f.rule, f.fix) == (
+        "tuner.rules",
+        "{'a': 1}",
+        "must be a list of rules",
+        "write each rule as a [[tuner.rules]] block",
+    )
 
 
 # --- the describer ------------------------------------------------------------------------------------------
@@ -97,24 +116,44 @@ def test_an_absent_communicator_has_no_class():
 
 def test_a_v2_object_without_a_config_is_judged_by_its_max_size_not_by_nvlink():
     v2 = CustomAllReduceV2(disabled=False, max_size=MiB, full_nvlink=False)
-    e = ap.describe_group(group(ca_comm=v2, world_size=4), sglang_version="0.5.13")["implementations"]["custom_allreduce"]
+    e = ap.describe_group(group(ca_comm=v2, world_size=4), sglang_version="0.5.13")["implementations"][
+        "custom_allreduce"
+    ]
     assert e["carries"] == "sizes <= 1048576 bytes (1 MiB), multiples of 16 bytes, eager and CUDA graph"
 
 
 def test_not_created_without_a_cpu_device_says_only_why():
     e = ap.describe_group(group(ca_comm=None, use_custom_allreduce=True), sglang_version="0.5.23")
     assert e["implementations"]["custom_allreduce"]["why_not"] == (
-        "not created (SGLang skipped it or its setup raised; from 0.4.6 SGLang logs 'Setup Custom allreduce failed')")
+        "not created (SGLang skipped it or its setup raised; from 0.4.6 SGLang logs 'Setup Custom allreduce failed')"
+    )
     e = ap.describe_group(group(pymscclpp_comm=None, use_pymscclpp=False), sglang_version="0.5.23")
     assert e["implementations"]["mscclpp"]["why_not"] == (
-        "not requested for this group (use_pymscclpp=False): --enable-mscclpp not given")
+        "not requested for this group (use_pymscclpp=False): --enable-mscclpp not given"
+    )
 
 
-@pytest.mark.parametrize("name", ["one_shot_push_threshold", "two_shot_push_threshold", "one_shot_pull_threshold",
-                                  "two_shot_pull_threshold"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "one_shot_push_threshold",
+        "two_shot_push_threshold",
+        "one_shot_pull_threshold",
+        "two_shot_pull_threshold",
+    ],
+)
 def test_each_tuned_threshold_can_be_the_ceiling(name):
-    table = SimpleNamespace(**{n: 1024 for n in ("one_shot_push_threshold", "two_shot_push_threshold",
-                                                 "one_shot_pull_threshold", "two_shot_pull_threshold")})
+    table = SimpleNamespace(
+        **{
+            n: 1024
+            for n in (
+                "one_shot_push_threshold",
+                "two_shot_push_threshold",
+                "one_shot_pull_threshold",
+                "two_shot_pull_threshold",
+            )
+        }
+    )
     setattr(table, name, 8 * MiB)
     assert ap._heuristic_ceiling(table, False) == 8 * MiB
     assert ap._heuristic_ceiling(SimpleNamespace(), False) is None
@@ -123,30 +162,51 @@ def test_each_tuned_threshold_can_be_the_ceiling(name):
 def test_multicast_raises_both_ceilings_and_a_config_may_lack_fields():
     graph = SimpleNamespace(two_shot_push_threshold=MiB, mc=SimpleNamespace(max_bytes=4 * MiB))
     eager = SimpleNamespace(two_shot_push_threshold=MiB, mc=SimpleNamespace(max_bytes=2 * MiB))
-    comm = CustomAllReduceV2(disabled=False, max_size=MiB, config=SimpleNamespace(graph=graph, eager=eager, num_mc_blocks=2))
-    text = ap.describe_group(group(ca_comm=comm), sglang_version="0.5.23")["implementations"]["custom_allreduce"]["carries"]
-    assert text.startswith("multiples of 16 bytes up to 4194304 bytes (4 MiB) in CUDA graphs and 2097152 bytes (2 MiB) eager")
+    comm = CustomAllReduceV2(
+        disabled=False, max_size=MiB, config=SimpleNamespace(graph=graph, eager=eager, num_mc_blocks=2)
+    )
+    text = ap.describe_group(group(ca_comm=comm), sglang_version="0.5.23")["implementations"][
+        "custom_allreduce"
+    ]["carries"]
+    assert text.startswith(
+        "multiples of 16 bytes up to 4194304 bytes (4 MiB) in CUDA graphs and 2097152 bytes (2 MiB) eager"
+    )
     bare = CustomAllReduceV2(disabled=False, max_size=MiB, config=SimpleNamespace(graph=graph, eager=eager))
     d = ap.describe_group(group(ca_comm=bare), sglang_version="0.5.23")
     assert d["error"] is None
-    assert d["implementations"]["custom_allreduce"]["carries"].startswith("multiples of 16 bytes up to 1048576 bytes")
+    assert d["implementations"]["custom_allreduce"]["carries"].startswith(
+        "multiples of 16 bytes up to 1048576 bytes"
+    )
     no_tables = CustomAllReduceV2(disabled=False, max_size=MiB, config=SimpleNamespace())
     d = ap.describe_group(group(ca_comm=no_tables), sglang_version="0.5.23")
-    assert d["error"] is None and d["implementations"]["custom_allreduce"]["carries"].startswith("sizes <= 1048576")
+    assert d["error"] is None and d["implementations"]["custom_allreduce"]["carries"].startswith(
+        "sizes <= 1048576"
+    )
 
 
 def test_trt_workspace_text_follows_the_size_text():
     from support.allreduce_groups import CustomAllreduce
 
     ca = CustomAllreduce(disabled=False, max_size=MiB, max_required_workspace_size=[2 * MiB, MiB])
-    carries = ap.describe_group(group(ca_comm=ca), sglang_version="0.4.3")["implementations"]["custom_allreduce"]["carries"]
-    assert carries.startswith("sizes ") and carries.endswith("(and < 2097152 bytes (2 MiB), TensorRT-LLM kernel path)")
+    carries = ap.describe_group(group(ca_comm=ca), sglang_version="0.4.3")["implementations"][
+        "custom_allreduce"
+    ]["carries"]
+    assert carries.startswith("sizes ") and carries.endswith(
+        "(and < 2097152 bytes (2 MiB), TensorRT-LLM kernel path)"
+    )
 
 
 def test_odd_stored_values_are_not_taken():
-    e = ap.describe_group(group(pcie_ipc_comm=Stored(disabled=False, max_numel="big")), sglang_version="0.5.23")
+    e = ap.describe_group(
+        group(pcie_ipc_comm=Stored(disabled=False, max_numel="big")), sglang_version="0.5.23"
+    )
     assert e["implementations"]["pcie_ipc"]["thresholds"]["max_numel"] is None
-    qr = Stored(disabled=False, qr_max_size=MiB, qr_quant_level=SimpleNamespace(name="FP"), _QR_MIN_SIZE={("x", 2): [1]})
+    qr = Stored(
+        disabled=False,
+        qr_max_size=MiB,
+        qr_quant_level=SimpleNamespace(name="FP"),
+        _QR_MIN_SIZE={("x", 2): [1]},
+    )
     d = ap.describe_group(group(qr_comm=qr), sglang_version="0.5.23")
     assert d["error"] is None and "min_bytes" not in d["implementations"]["quick_allreduce"]["thresholds"]
 
@@ -183,11 +243,15 @@ def test_plain_converts_five_levels_of_each_kind_and_shows_the_sixth_as_repr(kin
 
 
 def test_format_paths_details():
-    d = ap.describe_group(full_gpu_group(pynccl_comm=Stored(available=False, world_size=2)), sglang_version="0.5.23")
+    d = ap.describe_group(
+        full_gpu_group(pynccl_comm=Stored(available=False, world_size=2)), sglang_version="0.5.23"
+    )
     symm_step = next(s for s in d["order"] if s["path"] == "pynccl_symm_mem")
     lines = ap.format_paths(d)
     text = next(ln for ln in lines if ln.strip().startswith(f"{d['order'].index(symm_step) + 1}. "))
-    assert text.endswith(d["implementations"]["pynccl"]["why_not"])  # PyNccl off: its own reason, not symmetric memory
+    assert text.endswith(
+        d["implementations"]["pynccl"]["why_not"]
+    )  # PyNccl off: its own reason, not symmetric memory
     minimal = ap.format_paths({"world_size": 2, "group": "tp"})
     assert minimal[1] == "  order SGLang tries: unknown for SGLang (version unknown)" and len(minimal) == 2
 
@@ -203,16 +267,35 @@ def test_limits_of_an_unknown_path_are_none():
 def test_an_option_with_a_value_containing_equals_is_still_recognised(misplaced, tmp_path):
     import sys
 
-    res = CliRunner().invoke(main, ["launch", "--profile", "pcie-8gpu", "--python", sys.executable, "--model-path", "M",
-                                    *misplaced])
-    assert res.exit_code == 2 and f"{misplaced[0].split('=')[0]} comes after the server arguments" in res.output
+    res = CliRunner().invoke(
+        main,
+        ["launch", "--profile", "pcie-8gpu", "--python", sys.executable, "--model-path", "M", *misplaced],
+    )
+    assert (
+        res.exit_code == 2 and f"{misplaced[0].split('=')[0]} comes after the server arguments" in res.output
+    )
 
 
 def test_after_a_second_double_dash_everything_is_the_users(tmp_path, monkeypatch):
     import sys
 
-    res = CliRunner().invoke(main, ["launch", "--profile", "pcie-8gpu", "--python", sys.executable, "--dry-run", "--",
-                                    "--model-path", "M", "--", "--profile", "x"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "launch",
+            "--profile",
+            "pcie-8gpu",
+            "--python",
+            sys.executable,
+            "--dry-run",
+            "--",
+            "--model-path",
+            "M",
+            "--",
+            "--profile",
+            "x",
+        ],
+    )
     assert "comes after the server arguments" not in res.output
 
 
@@ -224,19 +307,30 @@ def test_dotenv_safe_values():
 
 
 def test_env_dotenv_refuses_a_value_the_two_parsers_read_differently():
-    res = CliRunner().invoke(main, ["env", "--format", "dotenv", "--profile", "pcie-8gpu", "--nccl-env",
-                                    "NCCL_TOPO_FILE=#x"])
+    res = CliRunner().invoke(
+        main, ["env", "--format", "dotenv", "--profile", "pcie-8gpu", "--nccl-env", "NCCL_TOPO_FILE=#x"]
+    )
     assert res.exit_code == 2, res.output
-    res = CliRunner().invoke(main, ["env", "--format", "dotenv", "--profile", "pcie-8gpu", "--nccl-env",
-                                    "NCCL_TOPO_FILE=/X/topo.xml"])
+    res = CliRunner().invoke(
+        main,
+        ["env", "--format", "dotenv", "--profile", "pcie-8gpu", "--nccl-env", "NCCL_TOPO_FILE=/X/topo.xml"],
+    )
     assert res.exit_code == 0 and "NCCL_TOPO_FILE=/X/topo.xml" in res.output
 
 
 def test_enable_row_reads_every_section_for_the_function():
     from sglang_eagle_nccl.knowledge.nccl.parsing import PROTOCOLS, enable_row
 
-    assert enable_row("AllGather:LL;AllReduce:Simple", PROTOCOLS, "AllReduce") == {"LL": 0, "LL128": 0, "Simple": 1}
-    assert enable_row("AllGather:LL;AllReduce:Simple", PROTOCOLS, "AllGather") == {"LL": 1, "LL128": 0, "Simple": 0}
+    assert enable_row("AllGather:LL;AllReduce:Simple", PROTOCOLS, "AllReduce") == {
+        "LL": 0,
+        "LL128": 0,
+        "Simple": 1,
+    }
+    assert enable_row("AllGather:LL;AllReduce:Simple", PROTOCOLS, "AllGather") == {
+        "LL": 1,
+        "LL128": 0,
+        "Simple": 0,
+    }
 
 
 class ClassHoldsPlainObject:
@@ -250,16 +344,28 @@ def test_peek_returns_a_plain_object_stored_on_the_class():
 def test_a_v1_object_with_a_config_is_read_as_v2_even_without_full_nvlink():
     from support.allreduce_groups import CustomAllreduce
 
-    ca = CustomAllreduce(disabled=False, max_size=MiB, full_nvlink=False, config=SimpleNamespace(graph=None, eager=None))
+    ca = CustomAllreduce(
+        disabled=False, max_size=MiB, full_nvlink=False, config=SimpleNamespace(graph=None, eager=None)
+    )
     carries = ap.describe_group(group(ca_comm=ca, world_size=4), sglang_version="0.5.23")["implementations"][
-        "custom_allreduce"]["carries"]
+        "custom_allreduce"
+    ]["carries"]
     assert carries == "sizes <= 1048576 bytes (1 MiB), multiples of 16 bytes, eager and CUDA graph"
 
 
 def test_readers_keep_only_well_typed_values_and_name_their_flags():
-    d = ap.describe_group(group(_fi_workspace_hint=5, pynccl_comm=None, use_pynccl=True, device=None,
-                                torch_symm_mem_comm=None, use_torch_symm_mem_all_reduce=False, use_torch_symm_mem=True),
-                          sglang_version="0.5.23")
+    d = ap.describe_group(
+        group(
+            _fi_workspace_hint=5,
+            pynccl_comm=None,
+            use_pynccl=True,
+            device=None,
+            torch_symm_mem_comm=None,
+            use_torch_symm_mem_all_reduce=False,
+            use_torch_symm_mem=True,
+        ),
+        sglang_version="0.5.23",
+    )
     impls = d["implementations"]
     assert impls["flashinfer_allreduce"]["thresholds"]["workspace"] is None
     assert impls["pynccl"]["why_not"] == "not created (SGLang skipped it)"
@@ -270,16 +376,25 @@ def test_readers_keep_only_well_typed_values_and_name_their_flags():
 def test_summary_names_the_backend_and_joins_bypasses():
     cpu = {"device": "cpu", "device_group_backend": "gloo", "implementations": {}}
     assert "torch.distributed on the device group (gloo)" in ap._summary(cpu)
-    gpu = {"device": "cuda:0", "device_group_backend": "gloo", "implementations": {"pynccl": {"present": True}}}
-    assert ap._summary(gpu) == ("no all-reduce bypasses NCCL; nothing reaches NCCL here (device group backend gloo, "
-                                "PyNccl unavailable)")
-    assert ap._summary({"world_size": 2}) == ("no all-reduce bypasses NCCL; nothing reaches NCCL here (device group "
-                                              "backend unknown, PyNccl absent)")
-    two = {"implementations": {
-        "custom_allreduce": {"enabled": True, "title": "A", "carries": "a"},
-        "torch_symm_mem": {"enabled": True, "title": "B", "carries": "b"},
-        "pynccl": {"enabled": True},
-    }}
+    gpu = {
+        "device": "cuda:0",
+        "device_group_backend": "gloo",
+        "implementations": {"pynccl": {"present": True}},
+    }
+    assert ap._summary(gpu) == (
+        "no all-reduce bypasses NCCL; nothing reaches NCCL here (device group backend gloo, "
+        "PyNccl unavailable)"
+    )
+    assert ap._summary({"world_size": 2}) == (
+        "no all-reduce bypasses NCCL; nothing reaches NCCL here (device group backend unknown, PyNccl absent)"
+    )
+    two = {
+        "implementations": {
+            "custom_allreduce": {"enabled": True, "title": "A", "carries": "a"},
+            "torch_symm_mem": {"enabled": True, "title": "B", "carries": "b"},
+            "pynccl": {"enabled": True},
+        }
+    }
     assert ap._summary(two) == "outside NCCL: A (a); B (b); the rest reaches NCCL: PyNccl inside CUDA graphs"
 
 
@@ -352,7 +467,9 @@ def test_environment_value_limits_and_wording():
     assert f.fix == f"shorten the value to under {MAX_ARG_STRLEN - len(name) - 2} bytes"
     (f,) = v.check_environment_value(name, "a\x00")
     assert f.fix == "remove them"
-    assert v.check_environment_value(name, "a\udcff") == []  # an undecodable byte os.environ holds as a surrogate
+    assert (
+        v.check_environment_value(name, "a\udcff") == []
+    )  # an undecodable byte os.environ holds as a surrogate
     (f,) = v.check_environment_value(name, "a\ud800")  # a lone surrogate no byte stands for
     assert (f.variable, f.value, f.fix) == (name, "a\ud800", "write it as plain text")
 
@@ -409,10 +526,18 @@ from sglang_eagle_nccl.knowledge.nccl import parsing as p  # noqa: E402
 V24 = Version("2.24")
 
 
-@pytest.mark.parametrize("value,count", [
-    ("Gather:LL;Bcast:LL", 2), ("LL,LL64,LL65", 2), ("AllReduce:;Broadcast:", 2), ("a:b:c;AllReduce:d:e:f", 2),
-    ("LL;Simple;LL128", 2), ("AllReduce:^;Broadcast:^", 2), ("LL,^Simple,^LL128", 2),
-])
+@pytest.mark.parametrize(
+    "value,count",
+    [
+        ("Gather:LL;Bcast:LL", 2),
+        ("LL,LL64,LL65", 2),
+        ("AllReduce:;Broadcast:", 2),
+        ("a:b:c;AllReduce:d:e:f", 2),
+        ("LL;Simple;LL128", 2),
+        ("AllReduce:^;Broadcast:^", 2),
+        ("LL,^Simple,^LL128", 2),
+    ],
+)
 def test_every_bad_section_and_token_is_reported(value, count):
     findings = p.check_proto("NCCL_PROTO", value, V24)
     assert [f.severity for f in findings] == ["error"] * count, findings
@@ -464,19 +589,30 @@ def test_rule_findings_name_the_rule_and_say_why():
     (shadow,) = [f for f in check_rules(rules({}, {}), None, None) if f.severity == "error"]
     assert shadow.variable == "tuner.rules#2" and shadow.value == "AllReduce [0, 1024) bytes -> Ring/LL"
     assert shadow.fix == "move it before the rule(s) that shadow it, narrow those, or delete it"
-    (w,) = check_rules(rules({"collective": "allgather", "algorithm": "tree", "protocol": "simple"}), None, None)
+    (w,) = check_rules(
+        rules({"collective": "allgather", "algorithm": "tree", "protocol": "simple"}), None, None
+    )
     assert (w.variable, w.value) == ("tuner.rules#1.algorithm", "Tree")
-    assert w.rule == ("NCCL runs AllGather only with CollNetDirect, NVLS, PAT, Ring; this rule never changes anything")
+    assert w.rule == (
+        "NCCL runs AllGather only with CollNetDirect, NVLS, PAT, Ring; this rule never changes anything"
+    )
     assert w.fix == "choose one of those for AllGather"
     (w,) = check_rules(rules({"algorithm": "nvls", "protocol": "LL"}), None, None)
     assert w.rule == "NCCL runs NVLS only with the Simple protocol; this rule never changes anything"
     assert w.fix == 'write protocol = "Simple" for NVLS'
     (w,) = check_rules(rules({"protocol": "LL128"}), None, None)
-    assert w.fix.startswith("check NCCL's 'Enabled NCCL Func/Proto/Algo Matrix'") and w.rule.startswith("NCCL enables LL128")
+    assert w.fix.startswith("check NCCL's 'Enabled NCCL Func/Proto/Algo Matrix'") and w.rule.startswith(
+        "NCCL enables LL128"
+    )
 
 
 def test_each_name_refusal_names_the_variable():
-    for name, allow in (("nccl_proto", False), ("PATH", False), ("NCCL_PROTOO", True), ("NCCL_PROTOO", False)):
+    for name, allow in (
+        ("nccl_proto", False),
+        ("PATH", False),
+        ("NCCL_PROTOO", True),
+        ("NCCL_PROTOO", False),
+    ):
         (f,) = v.check_name(name, allow_unknown=allow)
         assert f.variable == name and f.value is None, (name, f)
 

@@ -49,7 +49,9 @@ def test_level_legacy_integer_is_accepted_with_mapping_note():
     assert f.severity == "warning" and "PXB" in f.rule
 
 
-@pytest.mark.parametrize("level,version,severity", [("C2C", "2.25", "error"), ("C2C", "2.26", None), ("P2C", None, "warning")])
+@pytest.mark.parametrize(
+    "level,version,severity", [("C2C", "2.25", "error"), ("C2C", "2.26", None), ("P2C", None, "warning")]
+)
 def test_level_names_follow_nccl_version(level, version, severity):
     found = p.check_level("NCCL_P2P_LEVEL", level, Version(version) if version else None)
     assert (found[0].severity if found else None) == severity
@@ -139,7 +141,9 @@ def test_huge_digit_strings_never_reach_int():
 
     limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
     text = "1" * (limit * 10)
-    assert p.check_integer("NCCL_NTHREADS", text, minimum=64, maximum=512)[0].rule.startswith("the number is outside")
+    assert p.check_integer("NCCL_NTHREADS", text, minimum=64, maximum=512)[0].rule.startswith(
+        "the number is outside"
+    )
     assert p.check_bytes("NCCL_BUFFSIZE", text + "M")[0].severity == "error"
     assert p.check_thread_thresholds("NCCL_THREAD_THRESHOLDS", " ".join([text] * 6))[0].severity == "error"
     assert p.check_level("NCCL_P2P_LEVEL", text, None)[0].severity == "error"

@@ -20,16 +20,32 @@ ENV = {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring"}
 GROUPS = {"tp": {"NCCL_PROTO": "Simple"}}
 
 
-def read(name: str, value: str | None, source: str = "profile", environment: str | None = None,
-         disagrees: bool = False) -> dict:
-    return {"event": "read", "name": name, "value": value, "source": source,
-            "environment": value if environment is None and not disagrees else environment, "disagrees": disagrees}
+def read(
+    name: str,
+    value: str | None,
+    source: str = "profile",
+    environment: str | None = None,
+    disagrees: bool = False,
+) -> dict:
+    return {
+        "event": "read",
+        "name": name,
+        "value": value,
+        "source": source,
+        "environment": value if environment is None and not disagrees else environment,
+        "disagrees": disagrees,
+    }
 
 
 def reads_of(*lines: dict, env_init: bool = True) -> ProcessReads:
-    got = ProcessReads(ident(100), "nccl-reads-h-100.jsonl",
-                       env_init={"abi": "v2", "nccl_version": "2.28.9"} if env_init else None)
-    got.reads = [{k: line.get(k) for k in ("name", "value", "source", "environment", "disagrees")} for line in lines]
+    got = ProcessReads(
+        ident(100),
+        "nccl-reads-h-100.jsonl",
+        env_init={"abi": "v2", "nccl_version": "2.28.9"} if env_init else None,
+    )
+    got.reads = [
+        {k: line.get(k) for k in ("name", "value", "source", "environment", "disagrees")} for line in lines
+    ]
     return got
 
 
@@ -65,32 +81,52 @@ def test_a_read_with_a_group_label_is_judged_against_that_groups_value():
 def test_a_variable_left_to_sglang_is_not_judged_at_all():
     got = verdict(read("NCCL_ALGO", "Tree", source="environment"), keep=("NCCL_ALGO",))
     assert got.verdict == "absent"  # nothing else was read: no check happened
-    mixed = verdict(read("NCCL_ALGO", "Tree", source="environment"), read("NCCL_PROTO", "LL"), keep=("NCCL_ALGO",))
+    mixed = verdict(
+        read("NCCL_ALGO", "Tree", source="environment"), read("NCCL_PROTO", "LL"), keep=("NCCL_ALGO",)
+    )
     assert (mixed.verdict, mixed.notes) == ("ok", [])
 
 
 def test_the_profile_served_while_the_environment_said_otherwise_is_a_warning():
     got = verdict(read("NCCL_PROTO", "LL", environment="Simple", disagrees=True))
     assert got.verdict == "warn"
-    assert got.notes == ["the environment held NCCL_PROTO=Simple when NCCL read it (written after activation); "
-                         "NCCL got the profile's LL"]
+    assert got.notes == [
+        "the environment held NCCL_PROTO=Simple when NCCL read it (written after activation); "
+        "NCCL got the profile's LL"
+    ]
     gone = verdict(read("NCCL_PROTO", "LL", environment=None, disagrees=True))
     assert "the environment held NCCL_PROTO=(unset) when NCCL read it" in gone.notes[0]
 
 
 def test_the_worst_read_decides():
-    got = verdict(read("NCCL_PROTO", "LL", environment="x", disagrees=True), read("NCCL_ALGO", "Tree"),
-                  read("NCCL_PROTO", "LL"))
+    got = verdict(
+        read("NCCL_PROTO", "LL", environment="x", disagrees=True),
+        read("NCCL_ALGO", "Tree"),
+        read("NCCL_PROTO", "LL"),
+    )
     assert got.verdict == "fail" and len(got.notes) == 2
-    assert verdict(read("NCCL_PROTO", "LL"), read("NCCL_ALGO", "Ring", environment="x", disagrees=True)).verdict == "warn"
+    assert (
+        verdict(read("NCCL_PROTO", "LL"), read("NCCL_ALGO", "Ring", environment="x", disagrees=True)).verdict
+        == "warn"
+    )
 
 
-@pytest.mark.parametrize("lines,env_init,why", [
-    ((), False, "NCCL never initialised the env plugin in this process (NCCL not loaded here, or loaded without it)"),
-    ((), True, "NCCL initialised the env plugin but read no variable through it"),
-    ((read("NCCL_DEBUG", "WARN"), read("NCCL_IB_HCA", None)), True,
-     "NCCL read 2 variable(s), none that the profile sets for NCCL to take (or only variables left to SGLang)"),
-])
+@pytest.mark.parametrize(
+    "lines,env_init,why",
+    [
+        (
+            (),
+            False,
+            "NCCL never initialised the env plugin in this process (NCCL not loaded here, or loaded without it)",
+        ),
+        ((), True, "NCCL initialised the env plugin but read no variable through it"),
+        (
+            (read("NCCL_DEBUG", "WARN"), read("NCCL_IB_HCA", None)),
+            True,
+            "NCCL read 2 variable(s), none that the profile sets for NCCL to take (or only variables left to SGLang)",
+        ),
+    ],
+)
 def test_nothing_judged_is_a_dash_saying_why(lines, env_init, why):
     got = verdict(*lines, env_init=env_init)
     assert (got.verdict, got.notes) == ("absent", [f"{why}: nothing to check"])
@@ -100,22 +136,39 @@ def test_nothing_judged_is_a_dash_saying_why(lines, env_init, why):
 
 
 def start(**extra) -> tuple[str, dict]:
-    return "process_start", {"expected_env": ENV, "env": ENV, "group_envs": GROUPS, "sglang_wins": [], **extra}
+    return "process_start", {
+        "expected_env": ENV,
+        "env": ENV,
+        "group_envs": GROUPS,
+        "sglang_wins": [],
+        **extra,
+    }
 
 
 def gpu_launch(tmp_path, lines: list[dict], *, process: list | None = None):
     run = new_launch(tmp_path, {"name": "p", "env": ENV, "groups": GROUPS})
     name = write_reads_log(run, 100, [{"event": "env_init", "abi": "v2", "nccl_version": "2.28.9"}, *lines])
     events = [start()] if process is None else process
-    write_process(run, 100, [*events, ("process_role", {"title": "sglang::scheduler_TP0"}),
-                             ("group_created", {"group": "world", "env": ENV, "torch_comm": "none",
-                                                "device_group_backend": "gloo"}),
-                             ("nccl_reads_log", {"file": name})])
+    write_process(
+        run,
+        100,
+        [
+            *events,
+            ("process_role", {"title": "sglang::scheduler_TP0"}),
+            (
+                "group_created",
+                {"group": "world", "env": ENV, "torch_comm": "none", "device_group_backend": "gloo"},
+            ),
+            ("nccl_reads_log", {"file": name}),
+        ],
+    )
     return load_report(run)
 
 
 def test_audit_judges_each_processs_reads_with_its_groups(tmp_path):
-    report = gpu_launch(tmp_path, [read("NCCL_PROTO", "Simple", source="group:tp"), read("NCCL_ALGO", "Ring")])
+    report = gpu_launch(
+        tmp_path, [read("NCCL_PROTO", "Simple", source="group:tp"), read("NCCL_ALGO", "Ring")]
+    )
     assert report.verdict == "ok", report.problems
     (reads,) = report.nccl_reads.values()
     assert reads["verdict"] == "ok" and reads["nccl_version"] == "2.28.9" and reads["env_plugin_abi"] == "v2"
@@ -130,10 +183,15 @@ def test_audit_fails_a_process_whose_nccl_read_another_value(tmp_path):
 
 def test_audit_leaves_a_sglang_wins_variable_to_sglang_in_nccls_reads_too(tmp_path):
     kept = {**ENV, "NCCL_ALGO": "Tree"}
-    process = [("process_start", {"expected_env": ENV, "env": kept, "group_envs": GROUPS,
-                                  "sglang_wins": ["NCCL_ALGO"]})]
-    report = gpu_launch(tmp_path, [read("NCCL_ALGO", "Tree", source="environment"), read("NCCL_PROTO", "LL")],
-                        process=process)
+    process = [
+        (
+            "process_start",
+            {"expected_env": ENV, "env": kept, "group_envs": GROUPS, "sglang_wins": ["NCCL_ALGO"]},
+        )
+    ]
+    report = gpu_launch(
+        tmp_path, [read("NCCL_ALGO", "Tree", source="environment"), read("NCCL_PROTO", "LL")], process=process
+    )
     assert report.verdict == "ok", report.problems
     assert next(iter(report.nccl_reads.values()))["verdict"] == "ok"
 
@@ -141,9 +199,13 @@ def test_audit_leaves_a_sglang_wins_variable_to_sglang_in_nccls_reads_too(tmp_pa
 def test_the_last_expectation_of_the_process_judges_its_reads(tmp_path):
     new = {"NCCL_PROTO": "LL128"}
     changed = ("profile_changed", {"expected_env": new, "env": new, "group_envs": {}, "sglang_wins": []})
-    report = gpu_launch(tmp_path, [read("NCCL_PROTO", "LL128", source="group:tp")], process=[start(), changed])
+    report = gpu_launch(
+        tmp_path, [read("NCCL_PROTO", "LL128", source="group:tp")], process=[start(), changed]
+    )
     assert next(iter(report.nccl_reads.values()))["verdict"] == "ok"
-    report = gpu_launch(tmp_path / "b", [read("NCCL_PROTO", "Simple", source="group:tp")], process=[start(), changed])
+    report = gpu_launch(
+        tmp_path / "b", [read("NCCL_PROTO", "Simple", source="group:tp")], process=[start(), changed]
+    )
     assert next(iter(report.nccl_reads.values()))["verdict"] == "fail"
 
 

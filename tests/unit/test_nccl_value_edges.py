@@ -16,7 +16,9 @@ def sev(findings) -> list[str]:
 
 # --- the table's integer bounds, each at the bound and one past it -------------------------------------
 
-INT_SPECS = [s for s in v.table().values() if s.kind == "int" and (s.minimum is not None or s.maximum is not None)]
+INT_SPECS = [
+    s for s in v.table().values() if s.kind == "int" and (s.minimum is not None or s.maximum is not None)
+]
 BYTE_SPECS = [s for s in v.table().values() if s.kind == "bytes"]
 
 
@@ -55,7 +57,9 @@ def test_each_byte_count_is_positive_and_at_most_its_maximum(spec):
         assert "error" not in sev(v.check_value(spec, str(spec.maximum)))
         (f,) = v.check_value(spec, str(spec.maximum + 1))
         assert f.severity == "error" and f"a size above {spec.maximum}" in f.rule
-        assert f.fix == f"give a byte count up to {spec.maximum}, e.g. {spec.name}={min(1 << 30, spec.maximum)}"
+        assert (
+            f.fix == f"give a byte count up to {spec.maximum}, e.g. {spec.name}={min(1 << 30, spec.maximum)}"
+        )
 
 
 def test_integer_range_message_with_one_open_end():
@@ -73,7 +77,9 @@ def test_multiple_of_names_the_neighbours():
     assert f.fix == "use 64 or 96"
     below = p.check_integer("X", "10", minimum=64, multiple_of=32)  # below the minimum: down is the minimum
     assert [x.fix for x in below] == ["choose an integer in [64, inf]", "use 64 or 96"]
-    assert p.check_integer("X", "96", multiple_of=32) == [] and p.check_integer("X", "0", multiple_of=32) == []
+    assert (
+        p.check_integer("X", "96", multiple_of=32) == [] and p.check_integer("X", "0", multiple_of=32) == []
+    )
     (f,) = p.check_integer("X", "5", multiple_of=4)
     assert f.fix == "use 4 or 8"
 
@@ -148,9 +154,16 @@ def test_integer_overflow_is_an_error_naming_the_range_or_the_default():
         ("", "an empty value makes NCCL use its default", "remove N or give an integer"),
         ("   ", "an empty value makes NCCL use its default", "remove N or give an integer"),
         ("x", "NCCL parses N with strtoll, which reads no number", "give an integer, e.g. N=1"),
-        ("4M", "NCCL parses N with strtoll and silently ignores the trailing 'M', so it would read 4",
-         "write the plain integer, e.g. N=4"),
-        ("010", "a leading 0 makes NCCL's strtoll(base 0) read '010' as octal = 8", "remove the leading zero: N=10"),
+        (
+            "4M",
+            "NCCL parses N with strtoll and silently ignores the trailing 'M', so it would read 4",
+            "write the plain integer, e.g. N=4",
+        ),
+        (
+            "010",
+            "a leading 0 makes NCCL's strtoll(base 0) read '010' as octal = 8",
+            "remove the leading zero: N=10",
+        ),
         ("4 ", None, None),
         (" 4", None, None),
         ("0x10", None, None),

@@ -77,7 +77,9 @@ def test_hook_lands_when_module_is_imported_later(fake_module):
 def test_hook_lands_at_once_when_module_already_imported(fake_module):
     mod = importlib.import_module(fake_module)
     seen = []
-    patching.install_wrapt(_hook(fake_module, "set_envs"), lambda h, o, i, a, k: seen.append(a) or o(*a, **k), lambda *a: None)
+    patching.install_wrapt(
+        _hook(fake_module, "set_envs"), lambda h, o, i, a, k: seen.append(a) or o(*a, **k), lambda *a: None
+    )
     assert mod.set_envs("x") == "set:x" and seen == [("x",)]
 
 
@@ -102,7 +104,11 @@ def test_install_is_idempotent(fake_module):
     mod = importlib.import_module(fake_module)
     count = []
     for _ in range(3):
-        patching.install_wrapt(_hook(fake_module, "set_envs"), lambda h, o, i, a, k: count.append(1) or o(*a, **k), lambda *a: None)
+        patching.install_wrapt(
+            _hook(fake_module, "set_envs"),
+            lambda h, o, i, a, k: count.append(1) or o(*a, **k),
+            lambda *a: None,
+        )
     mod.set_envs("y")
     assert count == [1]
 
@@ -110,7 +116,9 @@ def test_install_is_idempotent(fake_module):
 def test_uninstall_restores_originals(fake_module):
     mod = importlib.import_module(fake_module)
     original = mod.Coordinator.__dict__["__init__"]
-    patching.install_wrapt(_hook(fake_module, "Coordinator.__init__"), lambda h, o, i, a, k: o(*a, **k), lambda *a: None)
+    patching.install_wrapt(
+        _hook(fake_module, "Coordinator.__init__"), lambda h, o, i, a, k: o(*a, **k), lambda *a: None
+    )
     assert isinstance(mod.Coordinator.__dict__["__init__"], wrapt.FunctionWrapper)
     assert patching.is_wrapped(mod.Coordinator.__init__)
     assert patching.uninstall_wrapt() == 1
@@ -119,7 +127,9 @@ def test_uninstall_restores_originals(fake_module):
 
 def test_missing_target_is_reported_not_raised(fake_module):
     results = []
-    patching.install_wrapt(_hook(fake_module, "Nope.__init__"), lambda *a: None, lambda h, m, failure: results.append(failure))
+    patching.install_wrapt(
+        _hook(fake_module, "Nope.__init__"), lambda *a: None, lambda h, m, failure: results.append(failure)
+    )
     importlib.import_module(fake_module)
     assert results and "not found" in results[0]
 
@@ -127,7 +137,9 @@ def test_missing_target_is_reported_not_raised(fake_module):
 def test_hot_path_method_is_left_alone(fake_module):
     mod = importlib.import_module(fake_module)
     before = mod.Coordinator.__dict__["all_reduce"]
-    patching.install_wrapt(_hook(fake_module, "Coordinator.__init__"), lambda h, o, i, a, k: o(*a, **k), lambda *a: None)
+    patching.install_wrapt(
+        _hook(fake_module, "Coordinator.__init__"), lambda h, o, i, a, k: o(*a, **k), lambda *a: None
+    )
     assert mod.Coordinator.__dict__["all_reduce"] is before
     assert not patching.is_wrapped(mod.Coordinator.all_reduce)
 
@@ -160,14 +172,24 @@ def test_bind_maps_positional_arguments_of_bound_methods_to_names():
 
     c = C.__new__(C)
     assert patching.bind(C.__init__.__get__(c), ([[0]], 0, "gloo"), {"group_name": "tp"}) == {
-        "group_ranks": [[0]], "local_rank": 0, "backend": "gloo", "group_name": "tp",
+        "group_ranks": [[0]],
+        "local_rank": 0,
+        "backend": "gloo",
+        "group_name": "tp",
     }
     assert patching.bind(C.from_cli_args, ("ns",), {}) == {"args": "ns"}
 
 
 # --- uninstall is the exact inverse of install ---------------------------------------------------
 
-TARGETS = ("set_envs", "Coordinator.__init__", "Args.add_cli_args", "Args.from_cli_args", "Sub.__init__", "Nope.__init__")
+TARGETS = (
+    "set_envs",
+    "Coordinator.__init__",
+    "Args.add_cli_args",
+    "Args.from_cli_args",
+    "Sub.__init__",
+    "Nope.__init__",
+)
 
 
 def _namespace(mod) -> dict:
@@ -201,7 +223,9 @@ def test_uninstall_is_symmetric_to_install(fake_module):
         return original(*args, **kwargs)
 
     for qual in TARGETS:
-        patching.install_wrapt(_hook(fake_module, qual), runner, lambda h, m, f: failures.append(f) if f else None)
+        patching.install_wrapt(
+            _hook(fake_module, qual), runner, lambda h, m, f: failures.append(f) if f else None
+        )
     _exercise(mod)
     assert sorted(set(calls)) == sorted(t for t in TARGETS if t != "Nope.__init__")
     assert "__init__" in vars(mod.Sub)  # the wrapper shadows the inherited __init__ ...
@@ -212,7 +236,9 @@ def test_uninstall_is_symmetric_to_install(fake_module):
     after = _namespace(mod)
     assert after.keys() == before.keys()
     assert all(after[k] is before[k] for k in before), [k for k in before if after[k] is not before[k]]
-    assert isinstance(vars(mod.Args)["add_cli_args"], staticmethod) and isinstance(vars(mod.Args)["from_cli_args"], classmethod)
+    assert isinstance(vars(mod.Args)["add_cli_args"], staticmethod) and isinstance(
+        vars(mod.Args)["from_cli_args"], classmethod
+    )
     assert _bookkeeping() == state_before == ({}, {}, {}, {}, [])
     calls.clear()
     _exercise(mod)
@@ -221,7 +247,9 @@ def test_uninstall_is_symmetric_to_install(fake_module):
 
 def test_uninstall_cancels_installations_waiting_for_their_module(fake_module):
     stale, fresh = [], []
-    patching.install_wrapt(_hook(fake_module, "set_envs"), lambda h, o, i, a, k: stale.append(a) or o(*a, **k), lambda *a: None)
+    patching.install_wrapt(
+        _hook(fake_module, "set_envs"), lambda h, o, i, a, k: stale.append(a) or o(*a, **k), lambda *a: None
+    )
     assert fake_module not in sys.modules and patching.STATE.pending
     assert patching.uninstall_wrapt() == 0
     assert _bookkeeping() == ({}, {}, {}, {}, [])
@@ -230,7 +258,9 @@ def test_uninstall_cancels_installations_waiting_for_their_module(fake_module):
     mod.set_envs("x")
     assert stale == []
     # Installing again behaves like the first time, with the new runner only.
-    patching.install_wrapt(_hook(fake_module, "set_envs"), lambda h, o, i, a, k: fresh.append(a) or o(*a, **k), lambda *a: None)
+    patching.install_wrapt(
+        _hook(fake_module, "set_envs"), lambda h, o, i, a, k: fresh.append(a) or o(*a, **k), lambda *a: None
+    )
     assert mod.set_envs("y") == "set:y" and fresh == [("y",)] and stale == []
 
 
@@ -239,7 +269,9 @@ def test_install_uninstall_cycles_restore_the_same_objects(fake_module):
     before = _namespace(mod)
     for _ in range(3):
         for qual in TARGETS[:-1]:
-            patching.install_wrapt(_hook(fake_module, qual), lambda h, o, i, a, k: o(*a, **k), lambda *a: None)
+            patching.install_wrapt(
+                _hook(fake_module, qual), lambda h, o, i, a, k: o(*a, **k), lambda *a: None
+            )
         assert patching.is_wrapped(mod.Coordinator.__init__) and patching.is_wrapped(mod.set_envs)
         assert patching.uninstall_wrapt() == 5
         after = _namespace(mod)

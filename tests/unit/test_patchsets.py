@@ -49,7 +49,9 @@ def test_every_manifest_handler_exists_and_sets_are_contiguous():
     for ps in sets:
         for hook in ps.hooks:
             assert hook.handler in HANDLERS, hook.handler
-            assert not hook.qualname.startswith(("run_scheduler_process", "run_data_parallel_controller_process", "run_detokenizer_process"))
+            assert not hook.qualname.startswith(
+                ("run_scheduler_process", "run_data_parallel_controller_process", "run_detokenizer_process")
+            )
             assert "run_scheduler_process" not in hook.target and "run_detokenizer_process" not in hook.target
 
 
@@ -154,20 +156,47 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
     wheels = tmp_path / "cache" / "wheels"
     wheels.mkdir(parents=True)
     with zipfile.ZipFile(wheels / "sglang-1.0.0-py3-none-any.whl", "w") as zf:
-        zf.writestr("sglang/srt/entrypoints/engine.py",
-                    "import os\ndef _set_envs_and_config(server_args):\n    os.environ['NCCL_CUMEM_ENABLE'] = '0'\n")
+        zf.writestr(
+            "sglang/srt/entrypoints/engine.py",
+            "import os\ndef _set_envs_and_config(server_args):\n    os.environ['NCCL_CUMEM_ENABLE'] = '0'\n",
+        )
     (tmp_path / "versions.toml").write_text('[[release]]\nversion = "1.0.0"\nwhy = "test"\n')
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_CACHE", str(tmp_path / "cache"))
     patchsets.load_manifests.cache_clear()
-    code = matrix.main(["--versions", str(tmp_path / "versions.toml"), "--manifests", str(manifests), "--offline", "--out", str(tmp_path / "m.md")])
+    code = matrix.main(
+        [
+            "--versions",
+            str(tmp_path / "versions.toml"),
+            "--manifests",
+            str(manifests),
+            "--offline",
+            "--out",
+            str(tmp_path / "m.md"),
+        ]
+    )
     assert code == 1
     table = (tmp_path / "m.md").read_text()
     assert "✗" in table and "does_not_exist" in table
     # and passes once the bad hook is removed
     text = (manifests / "x.toml").read_text()
-    (manifests / "x.toml").write_text(text.split("[[hook]]\ntarget = \"sglang.srt.entrypoints.engine:does_not_exist\"")[0])
+    (manifests / "x.toml").write_text(
+        text.split('[[hook]]\ntarget = "sglang.srt.entrypoints.engine:does_not_exist"')[0]
+    )
     patchsets.load_manifests.cache_clear()
-    assert matrix.main(["--versions", str(tmp_path / "versions.toml"), "--manifests", str(manifests), "--offline", "--out", str(tmp_path / "m.md")]) == 0
+    assert (
+        matrix.main(
+            [
+                "--versions",
+                str(tmp_path / "versions.toml"),
+                "--manifests",
+                str(manifests),
+                "--offline",
+                "--out",
+                str(tmp_path / "m.md"),
+            ]
+        )
+        == 0
+    )
     patchsets.load_manifests.cache_clear()
 
 
@@ -206,7 +235,10 @@ def test_prerelease_of_the_oldest_release_is_refused_clearly(version):
     with pytest.raises(patchsets.PatchSetError) as info:
         patchsets.select(version)
     message = str(info.value)
-    assert f"SGLang {version}, a pre-release or development build of 0.4.3, is older than every supported release" in message
+    assert (
+        f"SGLang {version}, a pre-release or development build of 0.4.3, is older than every supported release"
+        in message
+    )
     assert "upgrade SGLang to >= 0.4.3" in message
 
 
@@ -227,7 +259,14 @@ def test_huge_version_string_is_refused_not_crashed():
 
 @pytest.mark.parametrize(
     "version,expected",
-    [("0.5.11", True), ("0.5.11rc1", True), ("0.5.12.post1", True), ("0.5.13rc1", False), ("0.5.13", False), ("0.5.20", False)],
+    [
+        ("0.5.11", True),
+        ("0.5.11rc1", True),
+        ("0.5.12.post1", True),
+        ("0.5.13rc1", False),
+        ("0.5.13", False),
+        ("0.5.20", False),
+    ],
 )
 def test_v1_multi_layer_eagle_worker_is_hooked_where_it_exists(version, expected):
     """0.5.11 and 0.5.12.post1 ship speculative/multi_layer_eagle_worker.py; 0.5.13 removed it."""
@@ -313,15 +352,22 @@ def test_matrix_fails_when_a_target_exists_but_its_behaviour_moved(tmp_path, mon
     (manifests / "fake.toml").write_text(RESOLUTION_MANIFEST)
     wheels = tmp_path / "cache" / "wheels"
     wheels.mkdir(parents=True)
-    _wheel(wheels, "1.0.0", """
+    _wheel(
+        wheels,
+        "1.0.0",
+        """
         import os
         class ServerArgs:
             def __post_init__(self):
                 self._deterministic()
             def _deterministic(self):
                 os.environ["NCCL_ALGO"] = "allreduce:tree"
-    """)
-    _wheel(wheels, "1.1.0", """
+    """,
+    )
+    _wheel(
+        wheels,
+        "1.1.0",
+        """
         import os
         class ServerArgs:
             def __post_init__(self):
@@ -330,24 +376,41 @@ def test_matrix_fails_when_a_target_exists_but_its_behaviour_moved(tmp_path, mon
                 self._deterministic()
             def _deterministic(self):
                 os.environ["NCCL_ALGO"] = "allreduce:tree"
-    """)
-    (tmp_path / "versions.toml").write_text('[[release]]\nversion = "1.0.0"\n[[release]]\nversion = "1.1.0"\n')
+    """,
+    )
+    (tmp_path / "versions.toml").write_text(
+        '[[release]]\nversion = "1.0.0"\n[[release]]\nversion = "1.1.0"\n'
+    )
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_CACHE", str(tmp_path / "cache"))
     patchsets.load_manifests.cache_clear()
     try:
-        code = matrix.main(["--versions", str(tmp_path / "versions.toml"), "--manifests", str(manifests), "--offline",
-                            "--out", str(tmp_path / "m.md")])
+        code = matrix.main(
+            [
+                "--versions",
+                str(tmp_path / "versions.toml"),
+                "--manifests",
+                str(manifests),
+                "--offline",
+                "--out",
+                str(tmp_path / "m.md"),
+            ]
+        )
     finally:
         patchsets.load_manifests.cache_clear()
     out = capsys.readouterr().out
     assert code == 1
     assert re.search(r"1/2 sglang 1.0.0 +fake +ok", out) and "✗ sglang 1.0.0" not in out
     # Release, hook, and what moved: the write now sits in a function __post_init__ no longer calls.
-    assert ("✗ sglang 1.1.0: hook sglang.srt.server_args:ServerArgs.__post_init__ relies on SGLang: it writes NCCL_ALGO "
-            "(deterministic inference writes it while resolving), but no write of NCCL_ALGO reachable from "
-            "sglang.srt.server_args:ServerArgs.__post_init__ within") in out
+    assert (
+        "✗ sglang 1.1.0: hook sglang.srt.server_args:ServerArgs.__post_init__ relies on SGLang: it writes NCCL_ALGO "
+        "(deterministic inference writes it while resolving), but no write of NCCL_ALGO reachable from "
+        "sglang.srt.server_args:ServerArgs.__post_init__ within"
+    ) in out
     assert "NCCL_ALGO is written at sglang/srt/server_args.py:9 (ServerArgs._deterministic)" in out
-    assert "correctness write NCCL_ALGO at sglang/srt/server_args.py:9 (ServerArgs._deterministic) is not reachable" in out
+    assert (
+        "correctness write NCCL_ALGO at sglang/srt/server_args.py:9 (ServerArgs._deterministic) is not reachable"
+        in out
+    )
     table = (tmp_path / "m.md").read_text()
     assert "| 1.0.0 | fake | wrapt | ✓ |" in table and "| 1.1.0 | fake | wrapt | ✗ |" in table
 
@@ -357,8 +420,11 @@ def test_matrix_add_puts_a_release_in_the_matrix_and_the_tested_lists(tmp_path, 
     matrix = _matrix_module()
     manifests = tmp_path / "patches"
     manifests.mkdir()
-    (manifests / "fake.toml").write_text(RESOLUTION_MANIFEST.replace('tested = ["1.0.0", "1.1.0"]', 'tested = ["1.0.0"]')
-                                         .replace('tested_through = "1.1.0"', 'tested_through = "1.0.0"'))
+    (manifests / "fake.toml").write_text(
+        RESOLUTION_MANIFEST.replace('tested = ["1.0.0", "1.1.0"]', 'tested = ["1.0.0"]').replace(
+            'tested_through = "1.1.0"', 'tested_through = "1.0.0"'
+        )
+    )
     wheels = tmp_path / "cache" / "wheels"
     wheels.mkdir(parents=True)
     source = """
@@ -374,8 +440,21 @@ def test_matrix_add_puts_a_release_in_the_matrix_and_the_tested_lists(tmp_path, 
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_CACHE", str(tmp_path / "cache"))
     patchsets.load_manifests.cache_clear()
     try:
-        code = matrix.main(["--versions", str(versions), "--manifests", str(manifests), "--offline",
-                            "--out", str(tmp_path / "m.md"), "--add", "1.2.0", "--why", "new release"])
+        code = matrix.main(
+            [
+                "--versions",
+                str(versions),
+                "--manifests",
+                str(manifests),
+                "--offline",
+                "--out",
+                str(tmp_path / "m.md"),
+                "--add",
+                "1.2.0",
+                "--why",
+                "new release",
+            ]
+        )
         assert code == 0
         assert versions.read_text().endswith('[[release]]\nversion = "1.2.0"\nwhy = "new release"\n')
         text = (manifests / "fake.toml").read_text()
@@ -384,12 +463,16 @@ def test_matrix_add_puts_a_release_in_the_matrix_and_the_tested_lists(tmp_path, 
         assert patchsets.select("1.2.0", patchsets.load_manifests(str(manifests))).status == "tested"
         assert "| 1.2.0 | fake |" in (tmp_path / "m.md").read_text()
         with pytest.raises(SystemExit, match="only published releases"):
-            matrix.main(["--versions", str(versions), "--manifests", str(manifests), "--offline", "--add", "1.3.0rc1"])
+            matrix.main(
+                ["--versions", str(versions), "--manifests", str(manifests), "--offline", "--add", "1.3.0rc1"]
+            )
     finally:
         patchsets.load_manifests.cache_clear()
 
 
-def test_doctor_reports_an_unchecked_release_as_untested_and_checks_its_source(tmp_path, monkeypatch, clean_environ):
+def test_doctor_reports_an_unchecked_release_as_untested_and_checks_its_source(
+    tmp_path, monkeypatch, clean_environ
+):
     """An SGLang 0.5.0 (never published) installed: doctor says untested and checks every target in its source."""
     import json
     import sys

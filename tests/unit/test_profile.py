@@ -73,7 +73,11 @@ def test_gate_variable_on_means_no_base_profile():
 
 
 def test_policy_from_plugin_environment_variables():
-    environ = {"SGLANG_EAGLE_NCCL_ALLOW_PARTIAL": "1", "SGLANG_EAGLE_NCCL_SGLANG_WINS": "NCCL_NVLS_ENABLE", "SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT": "7"}
+    environ = {
+        "SGLANG_EAGLE_NCCL_ALLOW_PARTIAL": "1",
+        "SGLANG_EAGLE_NCCL_SGLANG_WINS": "NCCL_NVLS_ENABLE",
+        "SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT": "7",
+    }
     p = resolve(env_flags=["NCCL_NVLS_ENABLE=0"], environ=environ).profile
     assert p.policy.allow_partial is True
     assert p.policy.sglang_wins == ("NCCL_NVLS_ENABLE",)
@@ -81,7 +85,9 @@ def test_policy_from_plugin_environment_variables():
 
 
 def test_env_string_split_keeps_values_with_spaces():
-    items = split_env_string("NCCL_PROTO=LL,Simple  NCCL_THREAD_THRESHOLDS=64 256 256 64 256 256\nNCCL_ALGO=Ring")
+    items = split_env_string(
+        "NCCL_PROTO=LL,Simple  NCCL_THREAD_THRESHOLDS=64 256 256 64 256 256\nNCCL_ALGO=Ring"
+    )
     assert items == ["NCCL_PROTO=LL,Simple", "NCCL_THREAD_THRESHOLDS=64 256 256 64 256 256", "NCCL_ALGO=Ring"]
 
 
@@ -143,8 +149,22 @@ def test_serialised_profile_refuses_non_nccl_names_in_groups():
         decode_handoff(text, {})
 
 
-@pytest.mark.parametrize("text", ["", "{", "[]", '{"v": 2}', "sen3..", "sen3.7b7d.-", "sen2.e30.-", "sen3.!!!!.-", "sen3.7B7D.-",
-     "sen3.7b 7d.-", "sen3.7b7.-"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{",
+        "[]",
+        '{"v": 2}',
+        "sen3..",
+        "sen3.7b7d.-",
+        "sen2.e30.-",
+        "sen3.!!!!.-",
+        "sen3.7B7D.-",
+        "sen3.7b 7d.-",
+        "sen3.7b7.-",
+    ],
+)
 def test_serialised_profile_malformed(text):
     with pytest.raises(ProfileError):
         decode_handoff(text, {})

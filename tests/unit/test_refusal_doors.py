@@ -42,8 +42,12 @@ def proc(monkeypatch):
 
 
 def withdrawn(state) -> bool:
-    return ("NCCL_ALGO" not in os.environ and os.environ["NCCL_PROTO"] == "user" and state.active is False
-            and state.expected_env == {})
+    return (
+        "NCCL_ALGO" not in os.environ
+        and os.environ["NCCL_PROTO"] == "user"
+        and state.active is False
+        and state.expected_env == {}
+    )
 
 
 @pytest.mark.parametrize("door", ["interpreter_start", "native_late"])
@@ -54,12 +58,16 @@ def test_doors_before_sglang_arm_the_refusal_of_its_import_and_return(proc, door
     with pytest.raises(RefusedError) as info:
         for callback in import_trigger._FINDER.callbacks["sglang"]:
             callback(types.ModuleType("sglang"))
-    assert str(info.value) == ("sglang-eagle-nccl: the requested NCCL profile cannot be applied, so SGLang is not "
-                               "started without it:\nNCCL_PROTO=x is not a protocol")
+    assert str(info.value) == (
+        "sglang-eagle-nccl: the requested NCCL profile cannot be applied, so SGLang is not "
+        "started without it:\nNCCL_PROTO=x is not a protocol"
+    )
     err = capsys.readouterr().err
-    assert err == ("[sglang-eagle-nccl] NCCL profile not applied: NCCL_PROTO=x is not a protocol (the variables it "
-                   "had written were put back). SGLang will refuse to start in this process; fix it or unset "
-                   "SGLANG_EAGLE_NCCL (`sglang-eagle-nccl validate` lists every problem)\n")
+    assert err == (
+        "[sglang-eagle-nccl] NCCL profile not applied: NCCL_PROTO=x is not a protocol (the variables it "
+        "had written were put back). SGLang will refuse to start in this process; fix it or unset "
+        "SGLANG_EAGLE_NCCL (`sglang-eagle-nccl validate` lists every problem)\n"
+    )
 
 
 def test_an_import_of_sglang_already_done_is_refused_at_once(proc):
@@ -90,11 +98,16 @@ def test_sglangs_server_cli_exits_2_with_the_message_instead_of_a_traceback(proc
     assert err[1:] == ["[sglang-eagle-nccl] first line", "second line"]
 
 
-def test_an_internal_error_at_the_sglang_import_door_stays_a_traceback_even_in_the_server_cli(proc, monkeypatch):
+def test_an_internal_error_at_the_sglang_import_door_stays_a_traceback_even_in_the_server_cli(
+    proc, monkeypatch
+):
     monkeypatch.setattr(sys, "orig_argv", SERVER_CLI)
     with pytest.raises(RefusedError) as info:
         refuse("sglang_import", KeyError("x"))
-    assert str(info.value) == "internal error while applying the NCCL profile (KeyError('x')); nothing was applied"
+    assert (
+        str(info.value)
+        == "internal error while applying the NCCL profile (KeyError('x')); nothing was applied"
+    )
 
 
 @pytest.mark.parametrize("door", ["entry_point", "cli_flags"])
@@ -103,7 +116,8 @@ def test_doors_sglang_would_swallow_exit_2(proc, door, capsys):
         refuse(door, ValueError("v"))
     assert info.value.code == 2 and info.value.__cause__ is None and withdrawn(proc)
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "[sglang-eagle-nccl] internal error while applying the NCCL profile (ValueError('v')); nothing was applied")
+        "[sglang-eagle-nccl] internal error while applying the NCCL profile (ValueError('v')); nothing was applied"
+    )
 
 
 def test_a_preflight_rank_raises(proc):
@@ -114,8 +128,14 @@ def test_a_preflight_rank_raises(proc):
 
 
 def test_every_door_is_one_of_the_table(proc):
-    assert set(DOORS) == {"interpreter_start", "native_late", "sglang_import", "entry_point", "cli_flags",
-                          "preflight_rank"}
+    assert set(DOORS) == {
+        "interpreter_start",
+        "native_late",
+        "sglang_import",
+        "entry_point",
+        "cli_flags",
+        "preflight_rank",
+    }
     with pytest.raises(ValueError, match="unknown door 'back_door'"):
         refuse("back_door", Stop("x"))
     assert not withdrawn(proc)  # a programming error changes nothing
@@ -174,7 +194,9 @@ def test_stop_exits_2_from_the_server_cli_and_raises_elsewhere(monkeypatch, caps
     monkeypatch.setattr(sys, "orig_argv", ["python", "x.py"])
     with pytest.raises(Stop):
         stop(conflict)
-    monkeypatch.setattr(sys, "orig_argv", ["/venv/bin/python3", "/venv/bin/sglang", "serve", "--model-path", "m"])
+    monkeypatch.setattr(
+        sys, "orig_argv", ["/venv/bin/python3", "/venv/bin/sglang", "serve", "--model-path", "m"]
+    )
     with pytest.raises(SystemExit) as info:
         stop(conflict)
     assert info.value.code == 2

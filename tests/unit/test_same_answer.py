@@ -41,12 +41,25 @@ ACTIVATE = """
 
 def activate_in_child(env: dict[str, str], tmp_path: Path, *, inherit: bool = True) -> dict:
     """A real interpreter through the .pth door; ``inherit`` False: exactly ``env`` (and PYTHONPATH)."""
-    base = ({k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
-            if inherit else {})
+    base = (
+        {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+        }
+        if inherit
+        else {}
+    )
     base.update(env)
     base["PYTHONPATH"] = str(REPO)
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(ACTIVATE)], capture_output=True, text=True,
-                          env=base, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(ACTIVATE)],
+        capture_output=True,
+        text=True,
+        env=base,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -69,15 +82,19 @@ def private_lib(tmp_path):
 # --- what env prints activates, alone ------------------------------------------------------------
 
 
-def test_env_output_alone_activates_with_the_shells_plugin_variables(environ_guard, tmp_path, clean_environ,
-                                                                   monkeypatch):
+def test_env_output_alone_activates_with_the_shells_plugin_variables(
+    environ_guard, tmp_path, clean_environ, monkeypatch
+):
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_ENV", "NCCL_ALGO=Tree")
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_CONSISTENCY", "warn")
     result = cli("env", "--profile", "pcie-8gpu", "--format", "json")
     assert result.exit_code == 0, result.output
     printed = json.loads(result.output)
     # The serialised profile records these inputs, so they are printed with it ...
-    assert printed["SGLANG_EAGLE_NCCL_ENV"] == "NCCL_ALGO=Tree" and printed["SGLANG_EAGLE_NCCL_CONSISTENCY"] == "warn"
+    assert (
+        printed["SGLANG_EAGLE_NCCL_ENV"] == "NCCL_ALGO=Tree"
+        and printed["SGLANG_EAGLE_NCCL_CONSISTENCY"] == "warn"
+    )
     # ... and a process started with exactly the printed environment activates the profile.
     child = activate_in_child(printed, tmp_path, inherit=False)
     assert child["active"] and child["refused"] is None
@@ -87,7 +104,9 @@ def test_env_output_alone_activates_with_the_shells_plugin_variables(environ_gua
 def test_the_printed_inputs_are_exactly_the_recorded_ones(environ_guard, clean_environ, monkeypatch):
     monkeypatch.setenv("SGLANG_EAGLE_NCCL_AUDIT_REQUIRED", "0")
     printed = json.loads(cli("env", "--profile", "pcie-8gpu", "--node-rank", "3", "--format", "json").output)
-    recorded = handoff.decode(printed[names.ENV_PROFILE], printed, validate=lambda d: None, check_inputs=False).inputs
+    recorded = handoff.decode(
+        printed[names.ENV_PROFILE], printed, validate=lambda d: None, check_inputs=False
+    ).inputs
     assert recorded == {k: v for k, v in printed.items() if k in names.INPUT_VARS}
     assert recorded[names.ENV_AUDIT_REQUIRED] == "0"
     # The node rank is printed for that node, and is no recorded input: one hand-off serves every node.
@@ -97,11 +116,13 @@ def test_the_printed_inputs_are_exactly_the_recorded_ones(environ_guard, clean_e
 # --- the user's own tuner plugin, in a profile without rules: kept everywhere ---------------------
 
 
-def test_a_users_tuner_plugin_without_rules_is_kept_by_every_door(environ_guard, tmp_path, private_lib, clean_environ):
+def test_a_users_tuner_plugin_without_rules_is_kept_by_every_door(
+    environ_guard, tmp_path, private_lib, clean_environ
+):
     flag = f"NCCL_TUNER_PLUGIN={private_lib}"
     assert cli("validate", "pcie-8gpu", "--nccl-env", flag).exit_code == 0
     out = cli("env", "--profile", "pcie-8gpu", "--nccl-env", flag, "--format", "json").output
-    printed = json.loads(out[out.index("{\n"):])  # after the warning naming the library (stderr, mixed in)
+    printed = json.loads(out[out.index("{\n") :])  # after the warning naming the library (stderr, mixed in)
     assert printed["NCCL_TUNER_PLUGIN"] == str(private_lib)
     # The launcher (flags on SGLang's CLI) and a child of the launch decide the same.
     root = plan(resolve(["pcie-8gpu"], env_flags=[flag]).profile, {})
@@ -110,7 +131,9 @@ def test_a_users_tuner_plugin_without_rules_is_kept_by_every_door(environ_guard,
     assert child["active"], child["refused"]
     assert child["after"]["NCCL_TUNER_PLUGIN"] == str(private_lib)
     if present():  # the env plugin is still this installation's
-        assert child["after"]["NCCL_ENV_PLUGIN"].endswith("sglang_eagle_nccl/native/libsglang_eagle_nccl_nccl.so")
+        assert child["after"]["NCCL_ENV_PLUGIN"].endswith(
+            "sglang_eagle_nccl/native/libsglang_eagle_nccl_nccl.so"
+        )
 
 
 def test_a_users_tuner_plugin_in_the_environment_is_left_to_nccl_without_rules(private_lib):
@@ -118,8 +141,9 @@ def test_a_users_tuner_plugin_in_the_environment_is_left_to_nccl_without_rules(p
     assert "NCCL_TUNER_PLUGIN" not in p.desired and "NCCL_TUNER_PLUGIN" not in p.unset
 
 
-def test_with_rules_the_users_tuner_plugin_in_the_environment_is_refused_everywhere(private_lib, clean_environ,
-                                                                                    monkeypatch, tmp_path):
+def test_with_rules_the_users_tuner_plugin_in_the_environment_is_refused_everywhere(
+    private_lib, clean_environ, monkeypatch, tmp_path
+):
     monkeypatch.setenv("NCCL_TUNER_PLUGIN", str(private_lib))
     if present():
         expected = "NCCL_TUNER_PLUGIN=" + repr(str(private_lib)) + ": another NCCL plugin is set here"
@@ -138,12 +162,16 @@ def _all_refuse(spec: str, expected: str, fix: str, tmp_path: Path, child_env: d
     env = cli("env", "--profile", spec)
     assert env.exit_code == 2 and expected in env.output and fix in env.output, env.output
     # The launchers refuse before starting anything, with the same finding.
-    for argv in (("launch", "--profile", spec, "--dry-run", "--", "--model-path", "m"),
-                 ("preflight", "--tp", "1", "--profile", spec)):
+    for argv in (
+        ("launch", "--profile", spec, "--dry-run", "--", "--model-path", "m"),
+        ("preflight", "--tp", "1", "--profile", spec),
+    ):
         started = cli(*argv)
         assert started.exit_code == 2 and expected in started.output and fix in started.output, started.output
     doctor = json.loads(cli("doctor", "--profile", spec, "--json").output)
-    assert any("activation would refuse" in p and expected in p for p in doctor["problems"]), doctor["problems"]
+    assert any("activation would refuse" in p and expected in p for p in doctor["problems"]), doctor[
+        "problems"
+    ]
     child = activate_in_child({names.ENV_ENABLE: spec, **child_env}, tmp_path)
     assert not child["active"] and expected in child["refused"] and fix in child["refused"]
     assert child["after"] == child["before"]  # activation refused before writing anything
@@ -152,8 +180,13 @@ def _all_refuse(spec: str, expected: str, fix: str, tmp_path: Path, child_env: d
 def test_another_env_plugin_in_the_environment(private_lib, clean_environ, monkeypatch, tmp_path):
     monkeypatch.setenv("NCCL_ENV_PLUGIN", str(private_lib))
     if present():  # this installation's env plugin must be the one NCCL loads
-        _all_refuse("pcie-8gpu", f"NCCL_ENV_PLUGIN={str(private_lib)!r}: another NCCL plugin is set here",
-                    "Fix: unset NCCL_ENV_PLUGIN", tmp_path, {"NCCL_ENV_PLUGIN": str(private_lib)})
+        _all_refuse(
+            "pcie-8gpu",
+            f"NCCL_ENV_PLUGIN={str(private_lib)!r}: another NCCL plugin is set here",
+            "Fix: unset NCCL_ENV_PLUGIN",
+            tmp_path,
+            {"NCCL_ENV_PLUGIN": str(private_lib)},
+        )
         return
     # Built without the library (CC=false): nothing of ours to protect, the user's plugin stays, everywhere.
     assert cli("validate", "pcie-8gpu").exit_code == 0
@@ -163,8 +196,13 @@ def test_another_env_plugin_in_the_environment(private_lib, clean_environ, monke
 
 def test_a_node_rank_that_is_not_one(clean_environ, monkeypatch, tmp_path):
     monkeypatch.setenv(names.ENV_NODE_RANK, "node-1")
-    _all_refuse("pcie-8gpu", "SGLANG_EAGLE_NCCL_NODE_RANK='node-1': must be a node rank",
-                "set SGLANG_EAGLE_NCCL_NODE_RANK to this node's --node-rank", tmp_path, {names.ENV_NODE_RANK: "node-1"})
+    _all_refuse(
+        "pcie-8gpu",
+        "SGLANG_EAGLE_NCCL_NODE_RANK='node-1': must be a node rank",
+        "set SGLANG_EAGLE_NCCL_NODE_RANK to this node's --node-rank",
+        tmp_path,
+        {names.ENV_NODE_RANK: "node-1"},
+    )
 
 
 def _nodes_profile(path: Path, nodes: int) -> Path:
@@ -176,7 +214,9 @@ def _nodes_profile(path: Path, nodes: int) -> Path:
 def test_a_serialised_profile_too_large_to_start_a_process_with(clean_environ, tmp_path):
     # Every value is valid and the file is a third of the profile limit; the hex hand-off is not.
     spec = str(_nodes_profile(tmp_path / "nodes.toml", 2000))
-    _all_refuse(spec, "SGLANG_EAGLE_NCCL_PROFILE=", "Fix: shorten the profile to under about 63 KiB", tmp_path, {})
+    _all_refuse(
+        spec, "SGLANG_EAGLE_NCCL_PROFILE=", "Fix: shorten the profile to under about 63 KiB", tmp_path, {}
+    )
     assert "over MAX_ARG_STRLEN (131072 bytes)" in cli("validate", spec).output
 
 

@@ -14,7 +14,20 @@ from sglang_eagle_nccl.contract.launch_dir import new_launch_dir
 from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
 from sglang_eagle_nccl.profile.resolve import decode_handoff, resolve
 
-FORBIDDEN = ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH", "PYTHONPATH", "PYTHONSTARTUP", "CUDA_VISIBLE_DEVICES", "SGLANG_NCCL_SO_PATH", "NCCL", "NCCL_", "TORCH_NCCL", "nccl_debug", "NCCL_DEBUG\nLD_PRELOAD"]
+FORBIDDEN = [
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "PATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "CUDA_VISIBLE_DEVICES",
+    "SGLANG_NCCL_SO_PATH",
+    "NCCL",
+    "NCCL_",
+    "TORCH_NCCL",
+    "nccl_debug",
+    "NCCL_DEBUG\nLD_PRELOAD",
+]
 NOT_NCCL = "set other variables in your shell or service definition, not in an NCCL profile"
 UNSET_WIRE = (
     "unset SGLANG_EAGLE_NCCL_PROFILE SGLANG_EAGLE_NCCL_ROOT_PID (sglang-eagle-nccl writes both for the processes "
@@ -36,7 +49,7 @@ def _fixes(info: pytest.ExceptionInfo) -> list[str]:
 def test_toml_sections_never_set_non_nccl(tmp_path, name, where):
     section = {"env": "[env]", "group": "[groups.tp.env]", "node": "[nodes.0.env]"}[where]
     f = tmp_path / "p.toml"
-    f.write_text(f"{section}\n{json.dumps(name)} = \"x\"\n")
+    f.write_text(f'{section}\n{json.dumps(name)} = "x"\n')
     with pytest.raises(ProfileError) as info:
         resolve([str(f)], use_environ=False)
     assert _fix_for(name) in _fixes(info)
@@ -51,7 +64,9 @@ def test_flags_and_plugin_env_never_set_non_nccl(name):
         resolve(environ={"SGLANG_EAGLE_NCCL": "1", "SGLANG_EAGLE_NCCL_ENV": f"{name}=x"})
     # SGLANG_EAGLE_NCCL_ENV splits on newlines too: the smuggled LD_PRELOAD line is refused itself.
     refused = "LD_PRELOAD" if "\n" in name else name
-    assert any(f.variable == refused and f.fix == _fix_for(refused) for f in info.value.errors), info.value.errors
+    assert any(f.variable == refused and f.fix == _fix_for(refused) for f in info.value.errors), (
+        info.value.errors
+    )
 
 
 @pytest.mark.parametrize("name", FORBIDDEN)

@@ -43,8 +43,20 @@ def test_doctor_uses_the_same_parsing(monkeypatch):
 
 @pytest.mark.parametrize(
     "text,rank",
-    [("0", 0), ("7", 7), ("007", 7), ("123456789", 123456789), ("1234567890", None), ("٣", None), ("³", None),
-     ("", None), ("-1", None), (" 1", None), ("1 ", None), ("9" * 5000, None)],
+    [
+        ("0", 0),
+        ("7", 7),
+        ("007", 7),
+        ("123456789", 123456789),
+        ("1234567890", None),
+        ("٣", None),
+        ("³", None),
+        ("", None),
+        ("-1", None),
+        (" 1", None),
+        ("1 ", None),
+        ("9" * 5000, None),
+    ],
 )
 def test_parse_node_rank_is_ascii_only_and_bounded(text, rank):
     from sglang_eagle_nccl.contract.names import parse_node_rank

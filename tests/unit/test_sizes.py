@@ -20,39 +20,79 @@ KiB, MiB = 1024, 1024 * 1024
 
 # Written for these tests from the shapes of public checkpoints (no weights involved).
 DEEPSEEK_V3 = {  # the 7168-wide model of the issue
-    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
-    "intermediate_size": 18432, "num_attention_heads": 128, "num_hidden_layers": 61, "torch_dtype": "bfloat16",
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "num_attention_heads": 128,
+    "num_hidden_layers": 61,
+    "torch_dtype": "bfloat16",
     "vocab_size": 129280,
 }
 LLAMA_8B = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "torch_dtype": "bfloat16",
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "torch_dtype": "bfloat16",
 }
 QWEN2_VL_7B = {  # multimodal: the language model's shape lives in text_config, the dtype only at the top
-    "architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl", "torch_dtype": "bfloat16",
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+    "model_type": "qwen2_5_vl",
+    "torch_dtype": "bfloat16",
     "vision_config": {"hidden_size": 1280, "depth": 32},
-    "text_config": {"model_type": "qwen2_5_vl_text", "hidden_size": 3584, "num_hidden_layers": 28, "vocab_size": 152064},
+    "text_config": {
+        "model_type": "qwen2_5_vl_text",
+        "hidden_size": 3584,
+        "num_hidden_layers": 28,
+        "vocab_size": 152064,
+    },
 }
 LLAVA_STYLE = {  # sub-config with its own dtype
-    "architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "torch_dtype": "float32",
-    "text_config": {"model_type": "llama", "hidden_size": 5120, "num_hidden_layers": 40, "torch_dtype": "float16"},
+    "architectures": ["LlavaForConditionalGeneration"],
+    "model_type": "llava",
+    "torch_dtype": "float32",
+    "text_config": {
+        "model_type": "llama",
+        "hidden_size": 5120,
+        "num_hidden_layers": 40,
+        "torch_dtype": "float16",
+    },
 }
-GEMMA_FP32 = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 3584, "torch_dtype": "float32"}
-MISTRAL_FP16_NEW_KEY = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 4096, "dtype": "float16"}
+GEMMA_FP32 = {
+    "architectures": ["Gemma2ForCausalLM"],
+    "model_type": "gemma2",
+    "hidden_size": 3584,
+    "torch_dtype": "float32",
+}
+MISTRAL_FP16_NEW_KEY = {
+    "architectures": ["MistralForCausalLM"],
+    "model_type": "mistral",
+    "hidden_size": 4096,
+    "dtype": "float16",
+}
 
 
 # --- sizes ----------------------------------------------------------------------------------------
 
 
 def test_7168_wide_bf16_model_sizes_per_phase():
-    r = size_report(DEEPSEEK_V3, batch_size=8, tp_size=8, num_draft_tokens=4, eagle_topk=2, chunked_prefill_size=8192)
+    r = size_report(
+        DEEPSEEK_V3, batch_size=8, tp_size=8, num_draft_tokens=4, eagle_topk=2, chunked_prefill_size=8192
+    )
     assert r["bytes_per_token"] == 7168 * 2 == 14 * KiB
     by = {p["phase"]: p for p in r["phases"]}
     assert by["decode"]["tokens"] == 8 and by["decode"]["bytes"] == 8 * 14 * KiB
     assert by["eagle_draft"]["tokens"] == 16 and by["eagle_draft"]["bytes"] == 16 * 14 * KiB
     assert by["eagle_verify"]["tokens"] == 32 and by["eagle_verify"]["bytes"] == 32 * 14 * KiB
     assert by["prefill_chunk"]["bytes"] == 8192 * 14 * KiB == 112 * MiB
-    assert by["eagle_verify"]["formula"] == "32 tokens (batch 8 x num_draft_tokens 4) x 7168 hidden x 2 bytes (bfloat16) = 458752"
+    assert (
+        by["eagle_verify"]["formula"]
+        == "32 tokens (batch 8 x num_draft_tokens 4) x 7168 hidden x 2 bytes (bfloat16) = 458752"
+    )
     assert r["all_reduces_per_forward"] == 2 * 61 + 1
     assert "does not depend on the TP size" in r["formula"]
 
@@ -60,7 +100,11 @@ def test_7168_wide_bf16_model_sizes_per_phase():
 def test_size_is_independent_of_tp_size():
     a = size_report(LLAMA_8B, batch_size=4, tp_size=2, num_draft_tokens=8)
     b = size_report(LLAMA_8B, batch_size=4, tp_size=8, num_draft_tokens=8)
-    assert [p["bytes"] for p in a["phases"]] == [p["bytes"] for p in b["phases"]] == [4 * 4096 * 2, 32 * 4096 * 2]
+    assert (
+        [p["bytes"] for p in a["phases"]]
+        == [p["bytes"] for p in b["phases"]]
+        == [4 * 4096 * 2, 32 * 4096 * 2]
+    )
 
 
 def test_multimodal_text_config_gives_hidden_size_and_inherits_the_top_level_dtype():
@@ -82,9 +126,19 @@ def test_sub_config_dtype_wins_over_top_level():
     [
         (LLAMA_8B, "auto", "bfloat16", 2),
         (MISTRAL_FP16_NEW_KEY, "auto", "float16", 2),  # transformers v5 "dtype" key
-        ({**LLAMA_8B, "torch_dtype": "float32"}, "auto", "float16", 2),  # SGLang runs fp32 checkpoints as fp16
+        (
+            {**LLAMA_8B, "torch_dtype": "float32"},
+            "auto",
+            "float16",
+            2,
+        ),  # SGLang runs fp32 checkpoints as fp16
         (GEMMA_FP32, "auto", "bfloat16", 2),  # ... except Gemma, as bf16
-        ({**LLAMA_8B, "torch_dtype": "float32"}, "float32", "float32", 4),  # explicit --dtype float32 keeps 4 bytes
+        (
+            {**LLAMA_8B, "torch_dtype": "float32"},
+            "float32",
+            "float32",
+            4,
+        ),  # explicit --dtype float32 keeps 4 bytes
         (LLAMA_8B, "half", "float16", 2),
         (LLAMA_8B, "float", "float32", 4),
     ],
@@ -143,7 +197,11 @@ def test_unreadable_configs(tmp_path):
     bad_json.write_text("{hidden_size: 4096}")
     listed = tmp_path / "list.json"
     listed.write_text("[1, 2]")
-    for path, words in ((bad_json, "not valid JSON (line 1"), (listed, "JSON list, not an object"), (tmp_path / "none.json", "no such file")):
+    for path, words in (
+        (bad_json, "not valid JSON (line 1"),
+        (listed, "JSON list, not an object"),
+        (tmp_path / "none.json", "no such file"),
+    ):
         with pytest.raises(SizesError) as info:
             model_shape(path)
         assert words in _problems(info.value)["--model-config"]
@@ -152,13 +210,25 @@ def test_unreadable_configs(tmp_path):
 def test_every_bad_argument_reported_at_once():
     with pytest.raises(SizesError) as info:
         size_report(
-            {"torch_dtype": "bfloat16"}, batch_size=0, tp_size=8, num_draft_tokens=0, eagle_topk=-1,
-            chunked_prefill_size=0, dtype="int8", sglang_version="not-a-version", flags={"enable_symm_mem": "maybe"},
+            {"torch_dtype": "bfloat16"},
+            batch_size=0,
+            tp_size=8,
+            num_draft_tokens=0,
+            eagle_topk=-1,
+            chunked_prefill_size=0,
+            dtype="int8",
+            sglang_version="not-a-version",
+            flags={"enable_symm_mem": "maybe"},
         )
     problems = _problems(info.value)
     assert set(problems) >= {
-        "--batch-size", "--speculative-num-draft-tokens", "--speculative-eagle-topk", "--chunked-prefill-size",
-        "--dtype", "--sglang-version", "enable_symm_mem",
+        "--batch-size",
+        "--speculative-num-draft-tokens",
+        "--speculative-eagle-topk",
+        "--chunked-prefill-size",
+        "--dtype",
+        "--sglang-version",
+        "enable_symm_mem",
     }
     assert "nothing was computed" in str(info.value)
 
@@ -179,8 +249,15 @@ def test_chunking_off_and_unset_are_explained():
 
 
 def test_batch_above_cuda_graph_max_bs_runs_eagerly():
-    r = size_report(LLAMA_8B, batch_size=200, tp_size=8, num_draft_tokens=4, cuda_graph_max_bs=160, sglang_version="0.5.23",
-                    flags={"interconnect": "pcie"})
+    r = size_report(
+        LLAMA_8B,
+        batch_size=200,
+        tp_size=8,
+        num_draft_tokens=4,
+        cuda_graph_max_bs=160,
+        sglang_version="0.5.23",
+        flags={"interconnect": "pcie"},
+    )
     verify = next(p for p in r["phases"] if p["phase"] == "eagle_verify")
     assert verify["mode"] == "eager" and verify["path"]["path"] == "torch_pg"
 
@@ -217,9 +294,23 @@ CASES = [
     ("0.5.23", 16 * MiB + 16, 8, NV, "pynccl", None),
     ("0.5.23", 16 * MiB + 16, 8, {**NV, **EAGER}, "torch_pg", None),
     ("0.5.23", 12 * MiB, 8, {**NV, "custom_all_reduce_v2_max_size_kb": 8192}, "pynccl", None),
-    ("0.5.13", 12 * MiB, 8, {**NV, "custom_all_reduce_v2_max_size_kb": 8192}, "custom_allreduce", "CustomAllReduceV2"),
+    (
+        "0.5.13",
+        12 * MiB,
+        8,
+        {**NV, "custom_all_reduce_v2_max_size_kb": 8192},
+        "custom_allreduce",
+        "CustomAllReduceV2",
+    ),
     ("0.5.23", 12 * MiB, 8, {**NV, "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": "0"}, "pynccl", None),
-    ("0.5.23", 4 * MiB, 8, {**NV, "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": "0"}, "custom_allreduce", "CustomAllreduce"),
+    (
+        "0.5.23",
+        4 * MiB,
+        8,
+        {**NV, "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": "0"},
+        "custom_allreduce",
+        "CustomAllreduce",
+    ),
     # switches that turn custom all-reduce off
     ("0.5.23", 1 * MiB, 8, {**NV, "disable_custom_all_reduce": True}, "pynccl", None),
     ("0.5.23", 1 * MiB, 8, {**NV, "enable_deterministic_inference": True}, "pynccl", None),
@@ -230,30 +321,140 @@ CASES = [
     ("0.5.23", 1 * MiB, 8, {**NV, "enable_symm_mem": True}, "custom_allreduce", "CustomAllReduceV2"),
     ("0.5.23", 32 * MiB, 8, {**NV, **EAGER, "enable_symm_mem": True}, "pynccl_symm_mem", None),
     # PCIe IPC (0.5.21+, opt-in, tp group, bf16, up to its workspace)
-    ("0.5.23", 1 * MiB, 8, {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB}, "pcie_ipc", None),
-    ("0.5.21", 4 * MiB, 8, {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB}, "pcie_ipc", None),
-    ("0.5.23", 8 * MiB, 8, {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB}, "pynccl", None),
-    ("0.5.20", 1 * MiB, 8, {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB}, "pynccl", None),
-    ("0.5.23", 1 * MiB, 8, {**PCIE, "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1", "SGLANG_PCIE_IPC_MAX_NUMEL": 2 * MiB, "dtype": "float16"}, "pynccl", None),
-    ("0.5.23", 1 * MiB, 6, {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB}, "pynccl", None),
+    (
+        "0.5.23",
+        1 * MiB,
+        8,
+        {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB},
+        "pcie_ipc",
+        None,
+    ),
+    (
+        "0.5.21",
+        4 * MiB,
+        8,
+        {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB},
+        "pcie_ipc",
+        None,
+    ),
+    (
+        "0.5.23",
+        8 * MiB,
+        8,
+        {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB},
+        "pynccl",
+        None,
+    ),
+    (
+        "0.5.20",
+        1 * MiB,
+        8,
+        {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB},
+        "pynccl",
+        None,
+    ),
+    (
+        "0.5.23",
+        1 * MiB,
+        8,
+        {
+            **PCIE,
+            "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1",
+            "SGLANG_PCIE_IPC_MAX_NUMEL": 2 * MiB,
+            "dtype": "float16",
+        },
+        "pynccl",
+        None,
+    ),
+    (
+        "0.5.23",
+        1 * MiB,
+        6,
+        {**PCIE, "enable_pcie_ipc_allreduce": True, "pcie_ipc_max_bytes": 4 * MiB},
+        "pynccl",
+        None,
+    ),
     # torch symmetric memory: bf16 below 64/128 MiB, NVSwitch multicast, capability 9/10
-    ("0.5.7", 32 * MiB, 8, {**NV, "enable_torch_symm_mem": True, "gpu_capability": 9}, "torch_symm_mem", None),
+    (
+        "0.5.7",
+        32 * MiB,
+        8,
+        {**NV, "enable_torch_symm_mem": True, "gpu_capability": 9},
+        "torch_symm_mem",
+        None,
+    ),
     ("0.5.7", 32 * MiB, 8, {**PCIE, "enable_torch_symm_mem": True, "gpu_capability": 9}, "pynccl", None),
     ("0.5.7", 32 * MiB, 8, {**NV, "enable_torch_symm_mem": True, "gpu_capability": 8}, "pynccl", None),
-    ("0.5.7", 200 * MiB, 8, {**NV, **EAGER, "enable_torch_symm_mem": True, "gpu_capability": 9}, "torch_symm_mem_inplace", None),
-    ("0.5.23", 200 * MiB, 8, {**NV, **EAGER, "enable_torch_symm_mem": True, "gpu_capability": 9}, "torch_pg", None),
-    ("0.5.3.post1", 32 * MiB, 4, {**NV, "enable_torch_symm_mem": True, "gpu_capability": 10}, "torch_symm_mem", None),
+    (
+        "0.5.7",
+        200 * MiB,
+        8,
+        {**NV, **EAGER, "enable_torch_symm_mem": True, "gpu_capability": 9},
+        "torch_symm_mem_inplace",
+        None,
+    ),
+    (
+        "0.5.23",
+        200 * MiB,
+        8,
+        {**NV, **EAGER, "enable_torch_symm_mem": True, "gpu_capability": 9},
+        "torch_pg",
+        None,
+    ),
+    (
+        "0.5.3.post1",
+        32 * MiB,
+        4,
+        {**NV, "enable_torch_symm_mem": True, "gpu_capability": 10},
+        "torch_symm_mem",
+        None,
+    ),
     ("0.5.1", 32 * MiB, 4, {**NV, "enable_torch_symm_mem": True, "gpu_capability": 10}, "pynccl", None),
     # MSCCL++: CUDA graphs only, 8/16 ranks, up to 1 MiB until 0.5.13
-    ("0.5.4", 512 * KiB, 8, {**NV, "disable_custom_all_reduce": True, "enable_mscclpp": True}, "mscclpp", None),
+    (
+        "0.5.4",
+        512 * KiB,
+        8,
+        {**NV, "disable_custom_all_reduce": True, "enable_mscclpp": True},
+        "mscclpp",
+        None,
+    ),
     ("0.5.4", 2 * MiB, 8, {**NV, "disable_custom_all_reduce": True, "enable_mscclpp": True}, "pynccl", None),
-    ("0.5.4", 512 * KiB, 8, {**NV, **EAGER, "disable_custom_all_reduce": True, "enable_mscclpp": True}, "torch_pg", None),
-    ("0.4.6", 512 * KiB, 8, {**NV, "disable_custom_all_reduce": True, "enable_mscclpp": True}, "pynccl", None),
+    (
+        "0.5.4",
+        512 * KiB,
+        8,
+        {**NV, **EAGER, "disable_custom_all_reduce": True, "enable_mscclpp": True},
+        "torch_pg",
+        None,
+    ),
+    (
+        "0.4.6",
+        512 * KiB,
+        8,
+        {**NV, "disable_custom_all_reduce": True, "enable_mscclpp": True},
+        "pynccl",
+        None,
+    ),
     # piecewise CUDA graphs (0.5.10+) route the rest through PyNccl out of place
-    ("0.5.16", 64 * MiB, 8, {**NV, "cuda_graph": False, "piecewise_cuda_graph": True}, "pynccl_piecewise", None),
+    (
+        "0.5.16",
+        64 * MiB,
+        8,
+        {**NV, "cuda_graph": False, "piecewise_cuda_graph": True},
+        "pynccl_piecewise",
+        None,
+    ),
     ("0.5.7", 64 * MiB, 8, {**NV, "cuda_graph": False, "piecewise_cuda_graph": True}, "torch_pg", None),
     # 0.5.4 only: --enable-piecewise-cuda-graph builds custom all-reduce with a 256 MiB buffer
-    ("0.5.4", 64 * MiB, 8, {**NV, "enable_piecewise_cuda_graph": True}, "custom_allreduce", "CustomAllreduce"),
+    (
+        "0.5.4",
+        64 * MiB,
+        8,
+        {**NV, "enable_piecewise_cuda_graph": True},
+        "custom_allreduce",
+        "CustomAllreduce",
+    ),
     ("0.5.4.post3", 64 * MiB, 8, {**NV, "enable_piecewise_cuda_graph": True}, "pynccl", None),
     ("0.5.4", 64 * MiB, 8, NV, "pynccl", None),
     # other groups
@@ -296,7 +497,9 @@ def test_unknown_hardware_is_called_out():
 def test_one_rank_and_versions():
     assert predict_path("0.5.23", 1 * MiB, 1, {})["path"] == "none"
     newer = predict_path("0.5.30", 1 * MiB, 8, NV)
-    assert newer["rules"]["versions"] == ">=0.5.21" and any("newer than the newest release checked" in n for n in newer["notes"])
+    assert newer["rules"]["versions"] == ">=0.5.21" and any(
+        "newer than the newest release checked" in n for n in newer["notes"]
+    )
     assert predict_path("0.5.10rc1", 8 * MiB, 8, NV)["rules"]["versions"] == ">=0.5.10,<0.5.16"
     assert predict_path("0.5.23+cu130", 1 * MiB, 8, NV)["path"] == "custom_allreduce"
     for bad, words in (("0.4.2", "older than every release"), ("latest", "not a PEP 440 version")):
@@ -306,10 +509,23 @@ def test_one_rank_and_versions():
 
 
 def test_size_report_with_paths_and_text():
-    r = size_report(DEEPSEEK_V3, batch_size=8, tp_size=8, num_draft_tokens=4, eagle_topk=1, chunked_prefill_size=8192,
-                    sglang_version="0.5.23", flags=PCIE)
+    r = size_report(
+        DEEPSEEK_V3,
+        batch_size=8,
+        tp_size=8,
+        num_draft_tokens=4,
+        eagle_topk=1,
+        chunked_prefill_size=8192,
+        sglang_version="0.5.23",
+        flags=PCIE,
+    )
     paths = {p["phase"]: p["path"]["path"] for p in r["phases"]}
-    assert paths == {"decode": "pynccl", "eagle_draft": "pynccl", "eagle_verify": "pynccl", "prefill_chunk": "torch_pg"}
+    assert paths == {
+        "decode": "pynccl",
+        "eagle_draft": "pynccl",
+        "eagle_verify": "pynccl",
+        "prefill_chunk": "torch_pg",
+    }
     text = format_size_report(r)
     assert "EAGLE verify step" in text and "458752 bytes (448 KiB)" in text
     assert "PyNccl -> NCCL" in text and "torch.distributed -> NCCL" in text
@@ -317,8 +533,16 @@ def test_size_report_with_paths_and_text():
 
 
 def test_pcie_ipc_bound_derived_from_cuda_graph_max_bs():
-    r = size_report(DEEPSEEK_V3, batch_size=8, tp_size=8, num_draft_tokens=4, chunked_prefill_size=8192,
-                    cuda_graph_max_bs=64, sglang_version="0.5.23", flags={**PCIE, "enable_pcie_ipc_allreduce": True})
+    r = size_report(
+        DEEPSEEK_V3,
+        batch_size=8,
+        tp_size=8,
+        num_draft_tokens=4,
+        chunked_prefill_size=8192,
+        cuda_graph_max_bs=64,
+        sglang_version="0.5.23",
+        flags={**PCIE, "enable_pcie_ipc_allreduce": True},
+    )
     paths = {p["phase"]: p["path"]["path"] for p in r["phases"]}
     assert paths["eagle_verify"] == "pcie_ipc" and paths["prefill_chunk"] == "torch_pg"
     assert any(f"{64 * 4 * 7168 * 2} bytes" in n for n in r["notes"])
@@ -330,8 +554,23 @@ def test_pcie_ipc_bound_derived_from_cuda_graph_max_bs():
 def test_cli_sizes_text_and_json(tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(DEEPSEEK_V3))
-    args = ["sizes", "--model-config", str(cfg), "--batch-size", "8", "--tp", "8", "--speculative-num-draft-tokens", "4",
-            "--chunked-prefill-size", "8192", "--sglang-version", "0.5.23", "--interconnect", "nvlink"]
+    args = [
+        "sizes",
+        "--model-config",
+        str(cfg),
+        "--batch-size",
+        "8",
+        "--tp",
+        "8",
+        "--speculative-num-draft-tokens",
+        "4",
+        "--chunked-prefill-size",
+        "8192",
+        "--sglang-version",
+        "0.5.23",
+        "--interconnect",
+        "nvlink",
+    ]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     assert "custom all-reduce [CustomAllReduceV2] (no NCCL)" in res.output
@@ -341,7 +580,9 @@ def test_cli_sizes_text_and_json(tmp_path):
 
 
 def test_cli_sizes_bad_input_exits_2_without_traceback(tmp_path):
-    res = CliRunner().invoke(main, ["sizes", "--model-config", str(tmp_path / "missing.json"), "--batch-size", "0"])
+    res = CliRunner().invoke(
+        main, ["sizes", "--model-config", str(tmp_path / "missing.json"), "--batch-size", "0"]
+    )
     assert res.exit_code == 2
     assert "Traceback" not in res.output and "--batch-size" in res.output and "no such file" in res.output
     res = CliRunner().invoke(main, ["sizes", "--model-config", str(tmp_path / "missing.json"), "--json"])

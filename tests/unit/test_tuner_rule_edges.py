@@ -55,17 +55,24 @@ def test_names_match_case_insensitively_after_stripping():
     assert (r.collective_id, r.algorithm_id, r.protocol_id) == (2, 4, 2)
 
 
-@pytest.mark.parametrize("key,example", [("collective", 'add collective = "Reduce"'),
-                                         ("algorithm", 'add algorithm = "Ring"'),
-                                         ("protocol", 'add protocol = "LL128"')])
+@pytest.mark.parametrize(
+    "key,example",
+    [
+        ("collective", 'add collective = "Reduce"'),
+        ("algorithm", 'add algorithm = "Ring"'),
+        ("protocol", 'add protocol = "LL128"'),
+    ],
+)
 def test_a_missing_name_is_named_with_an_example(key, example):
     f = refused(**{key: None})
     assert f.variable == f"tuner.rules#1.{key}" and f.value is None
     assert f.rule == f"every rule needs a {key}" and f.fix == example
 
 
-@pytest.mark.parametrize("key,value", [("collective", "allreduces"), ("algorithm", 1), ("protocol", "LL,Simple"),
-                                       ("algorithm", "ring tree")])
+@pytest.mark.parametrize(
+    "key,value",
+    [("collective", "allreduces"), ("algorithm", 1), ("protocol", "LL,Simple"), ("algorithm", "ring tree")],
+)
 def test_an_unknown_name_is_refused(key, value):
     f = refused(**{key: value})
     assert f.variable == f"tuner.rules#1.{key}" and f.value == repr(value) and f.rule == f"unknown {key}"
@@ -74,8 +81,16 @@ def test_an_unknown_name_is_refused(key, value):
 # --- bytes: [min, max) ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value,expected", [([0, 1], (0, 1)), ([7, 8], (7, 8)), ([0, "inf"], (0, None)),
-                                            ([5, " Infinity "], (5, None)), ([0, "INF"], (0, None))])
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        ([0, 1], (0, 1)),
+        ([7, 8], (7, 8)),
+        ([0, "inf"], (0, None)),
+        ([5, " Infinity "], (5, None)),
+        ([0, "INF"], (0, None)),
+    ],
+)
 def test_byte_ranges_accepted(value, expected):
     r = parsed(bytes=value)
     assert (r.min_bytes, r.max_bytes) == expected
@@ -128,11 +143,16 @@ def test_count_ranges(key):
     assert getattr(parsed(**{key: [2, "inf"]}), key) == (2, None)
     assert getattr(parsed(**{key: [2, 3]}), key) == (2, 3)
     assert getattr(parsed(), key) is None
-    for value, text in (([0, 4], "min must be an integer from 1 to"), ([True, 4], "min must be an integer from 1 to"),
-                        ([SIZE_T_MAX + 1, "inf"], "min must be an integer from 1 to"),
-                        ([4, 3], "the range is inverted (min > max)"), ([1, "9"], "max must be an integer up to"),
-                        ([1, SIZE_T_MAX + 1], "max must be an integer up to"),
-                        ([1], "must be a list [min, max]"), (4, "must be a list [min, max]")):
+    for value, text in (
+        ([0, 4], "min must be an integer from 1 to"),
+        ([True, 4], "min must be an integer from 1 to"),
+        ([SIZE_T_MAX + 1, "inf"], "min must be an integer from 1 to"),
+        ([4, 3], "the range is inverted (min > max)"),
+        ([1, "9"], "max must be an integer up to"),
+        ([1, SIZE_T_MAX + 1], "max must be an integer up to"),
+        ([1], "must be a list [min, max]"),
+        (4, "must be a list [min, max]"),
+    ):
         f = refused(**{key: value})
         assert f.variable == f"tuner.rules#1.{key}" and f.rule.startswith(text), (value, f.rule)
         assert f.fix == f"write e.g. {key} = [2, 8]" or f.fix == "write [3, 4]"
@@ -161,7 +181,10 @@ def test_channels_from_one_to_max_channels():
 def test_unknown_keys_and_non_tables_are_refused_and_labelled_by_position():
     rules, findings = parse_rules([rule(), rule(speed=1), "not a table"], "t.toml")
     assert rules == [parsed()]
-    assert [(f.variable, f.value) for f in findings] == [("tuner.rules#2.speed", "1"), ("tuner.rules#3", "'not a table'")]
+    assert [(f.variable, f.value) for f in findings] == [
+        ("tuner.rules#2.speed", "1"),
+        ("tuner.rules#3", "'not a table'"),
+    ]
     assert rule_label(0) == "tuner.rules#1"
     rules, findings = parse_rules({"collective": "allreduce"}, "t.toml")
     assert rules == [] and findings[0].variable == "tuner.rules" and findings[0].source == "t.toml"
@@ -170,7 +193,10 @@ def test_unknown_keys_and_non_tables_are_refused_and_labelled_by_position():
 def test_one_bad_key_drops_the_whole_rule_and_every_problem_is_reported():
     rules, findings = parse_rules([rule(bytes=[5, 1], channels=0, group="a b")], "t.toml")
     assert rules == [] and {f.variable for f in findings} == {
-        "tuner.rules#1.bytes", "tuner.rules#1.channels", "tuner.rules#1.group"}
+        "tuner.rules#1.bytes",
+        "tuner.rules#1.channels",
+        "tuner.rules#1.group",
+    }
 
 
 # --- the match model -------------------------------------------------------------------------------------
@@ -180,7 +206,9 @@ def test_bytes_min_is_included_and_max_excluded():
     r = parsed(bytes=[100, 200])
     assert [matches(r, "AllReduce", n, 2, 1, None) for n in (99, 100, 199, 200)] == [False, True, True, False]
     unbounded = parsed(bytes=[100, "inf"])
-    assert matches(unbounded, "AllReduce", 2**62, 2, 1, None) and not matches(unbounded, "AllReduce", 99, 2, 1, None)
+    assert matches(unbounded, "AllReduce", 2**62, 2, 1, None) and not matches(
+        unbounded, "AllReduce", 99, 2, 1, None
+    )
 
 
 def test_rank_and_node_ranges_include_both_ends():
@@ -188,7 +216,9 @@ def test_rank_and_node_ranges_include_both_ends():
     assert [matches(r, "AllReduce", 0, n, 1, None) for n in (1, 2, 4, 5)] == [False, True, True, False]
     assert [matches(r, "AllReduce", 0, 2, n, None) for n in (1, 2, 3)] == [True, True, False]
     open_ended = parsed(nranks=[2, "inf"])
-    assert matches(open_ended, "AllReduce", 0, 4096, 1, None) and not matches(open_ended, "AllReduce", 0, 1, 1, None)
+    assert matches(open_ended, "AllReduce", 0, 4096, 1, None) and not matches(
+        open_ended, "AllReduce", 0, 1, 1, None
+    )
 
 
 def test_collective_and_group_must_match():
@@ -201,7 +231,11 @@ def test_collective_and_group_must_match():
 
 
 def test_first_match_wins_and_none_leaves_the_choice_to_nccl():
-    small, tp_only, everything = parsed(bytes=[0, 100]), parsed(bytes=[0, 1000], group="tp"), parsed(bytes=[0, "inf"])
+    small, tp_only, everything = (
+        parsed(bytes=[0, 100]),
+        parsed(bytes=[0, 1000], group="tp"),
+        parsed(bytes=[0, "inf"]),
+    )
     rules = [small, tp_only, everything]
     assert first_match(rules, "AllReduce", 50, 2, group="tp") == 0
     assert first_match(rules, "AllReduce", 500, 2, group="tp") == 1
@@ -237,14 +271,23 @@ def test_ll128_warns_unless_nccl_proto_enables_it_explicitly():
     assert check_rules([parsed(protocol="LL")], None, None) == []
 
 
-@pytest.mark.parametrize("collective,algorithm,warns", [
-    ("allgather", "tree", True), ("broadcast", "ring", False), ("broadcast", "tree", True),
-    ("reducescatter", "pat", False), ("allreduce", "pat", True), ("allreduce", "nvlstree", False),
-])
+@pytest.mark.parametrize(
+    "collective,algorithm,warns",
+    [
+        ("allgather", "tree", True),
+        ("broadcast", "ring", False),
+        ("broadcast", "tree", True),
+        ("reducescatter", "pat", False),
+        ("allreduce", "pat", True),
+        ("allreduce", "nvlstree", False),
+    ],
+)
 def test_combinations_nccl_never_runs_warn(collective, algorithm, warns):
     protocol = "Simple"
     found = check_rules([parsed(collective=collective, algorithm=algorithm, protocol=protocol)], None, None)
-    assert [(f.severity, f.variable) for f in found] == ([("warning", "tuner.rules#1.algorithm")] if warns else [])
+    assert [(f.severity, f.variable) for f in found] == (
+        [("warning", "tuner.rules#1.algorithm")] if warns else []
+    )
 
 
 @pytest.mark.parametrize("algorithm", ["nvls", "nvlstree"])
@@ -259,7 +302,9 @@ def test_nvls_runs_with_simple_only(algorithm):
 def test_an_exact_duplicate_is_shadowed_and_a_later_wider_rule_is_not():
     rules = [parsed(bytes=[0, 100]), parsed(bytes=[0, 100])]
     (f,) = check_rules(rules, None, None)
-    assert f.severity == "error" and f.variable == "tuner.rules#2" and "tuner.rules#1 already matches" in f.rule
+    assert (
+        f.severity == "error" and f.variable == "tuner.rules#2" and "tuner.rules#1 already matches" in f.rule
+    )
     assert check_rules([parsed(bytes=[0, 100]), parsed(bytes=[0, 200])], None, None) == []
     assert check_rules([parsed(bytes=[0, 100], group="tp"), parsed(bytes=[0, 100])], None, None) == []
 
@@ -270,24 +315,44 @@ def test_an_exact_duplicate_is_shadowed_and_a_later_wider_rule_is_not():
 def test_rule_round_trips_through_the_wire_format():
     full = parsed(bytes=[0, "inf"], nranks=[2, "inf"], nnodes=[1, 1], group="tp", channels=8)
     d = rule_to_dict(full)
-    assert d == {"collective": "AllReduce", "bytes": [0, "inf"], "algorithm": "Ring", "protocol": "LL",
-                 "nranks": [2, "inf"], "nnodes": [1, 1], "group": "tp", "channels": 8}
+    assert d == {
+        "collective": "AllReduce",
+        "bytes": [0, "inf"],
+        "algorithm": "Ring",
+        "protocol": "LL",
+        "nranks": [2, "inf"],
+        "nnodes": [1, 1],
+        "group": "tp",
+        "channels": 8,
+    }
     assert rule_from_dict(d) == full
-    assert rule_to_dict(parsed()) == {"collective": "AllReduce", "bytes": [0, 1024], "algorithm": "Ring", "protocol": "LL"}
+    assert rule_to_dict(parsed()) == {
+        "collective": "AllReduce",
+        "bytes": [0, 1024],
+        "algorithm": "Ring",
+        "protocol": "LL",
+    }
     with pytest.raises(ProfileError) as info:
         rule_from_dict({**d, "channels": 65}, source="wire")
-    assert info.value.findings[0].source == "wire" and info.value.findings[0].variable == "tuner.rules#1.channels"
+    assert (
+        info.value.findings[0].source == "wire"
+        and info.value.findings[0].variable == "tuner.rules#1.channels"
+    )
 
 
 def test_digest_depends_on_order_and_values_not_on_spelling():
     a, b = parsed(bytes=[0, 100]), parsed(bytes=[100, 200])
     assert rules_digest([a, b]) != rules_digest([b, a])
-    assert rules_digest([a]) == rules_digest([parsed(bytes=[0, 100], collective="ALLREDUCE", algorithm="RING")])
+    assert rules_digest([a]) == rules_digest(
+        [parsed(bytes=[0, 100], collective="ALLREDUCE", algorithm="RING")]
+    )
     assert rules_digest([a]) != rules_digest([parsed(bytes=[0, 101])]) and len(rules_digest([])) == 64
 
 
 def test_describe():
     assert parsed(bytes=[0, 65536], nranks=[2, 8], group="tp", channels=8).describe() == (
-        "AllReduce [0, 65536) bytes, 2-8 ranks, group tp -> Ring/LL, 8 channels")
+        "AllReduce [0, 65536) bytes, 2-8 ranks, group tp -> Ring/LL, 8 channels"
+    )
     assert parsed(bytes=[1, "inf"], nranks=[4, 4], nnodes=[2, "inf"]).describe() == (
-        "AllReduce [1, inf) bytes, 4 ranks, 2+ nodes -> Ring/LL")
+        "AllReduce [1, inf) bytes, 4 ranks, 2+ nodes -> Ring/LL"
+    )

@@ -59,7 +59,10 @@ def test_the_documented_example_parses_to_canonical_names():
     ]
     assert rules[0].collective_id == 4 and rules[0].algorithm_id == 1 and rules[0].protocol_id == 0
     assert rules[1].describe() == "AllReduce [65536, inf) bytes -> Ring/Simple"
-    assert rules[0].describe() == "AllReduce [0, 65536) bytes, 2-8 ranks, 1 nodes, group tp -> Ring/LL, 8 channels"
+    assert (
+        rules[0].describe()
+        == "AllReduce [0, 65536) bytes, 2-8 ranks, 1 nodes, group tp -> Ring/LL, 8 channels"
+    )
 
 
 EXAMPLE_BYTES = "write e.g. bytes = [0, 65536]"
@@ -68,16 +71,34 @@ EXAMPLE_BYTES = "write e.g. bytes = [0, 65536]"
 @pytest.mark.parametrize(
     ("fields", "variable", "rule_text", "fix"),
     [
-        ({"collective": "allreduce_"}, "tuner.rules#1.collective", "unknown collective",
-         "use one of Broadcast, Reduce, AllGather, ReduceScatter, AllReduce (case-insensitive)"),
-        ({"algorithm": "rings"}, "tuner.rules#1.algorithm", "unknown algorithm",
-         "use one of Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT (case-insensitive)"),
-        ({"protocol": "LL64"}, "tuner.rules#1.protocol", "unknown protocol", "use one of LL, LL128, Simple (case-insensitive)"),
+        (
+            {"collective": "allreduce_"},
+            "tuner.rules#1.collective",
+            "unknown collective",
+            "use one of Broadcast, Reduce, AllGather, ReduceScatter, AllReduce (case-insensitive)",
+        ),
+        (
+            {"algorithm": "rings"},
+            "tuner.rules#1.algorithm",
+            "unknown algorithm",
+            "use one of Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT (case-insensitive)",
+        ),
+        (
+            {"protocol": "LL64"},
+            "tuner.rules#1.protocol",
+            "unknown protocol",
+            "use one of LL, LL128, Simple (case-insensitive)",
+        ),
         ({"protocol": None}, "tuner.rules#1.protocol", "needs a protocol", 'add protocol = "LL128"'),
         ({"bytes": [100, 100]}, "tuner.rules#1.bytes", "empty", "write [100, 101] or more"),
         ({"bytes": [200, 100]}, "tuner.rules#1.bytes", "inverted", "write [100, 200]"),
         ({"bytes": [-1, 100]}, "tuner.rules#1.bytes", "min must be", EXAMPLE_BYTES),
-        ({"bytes": [0, "64KiB"]}, "tuner.rules#1.bytes", "max must be", 'write e.g. bytes = [0, 65536] or [65536, "inf"]'),
+        (
+            {"bytes": [0, "64KiB"]},
+            "tuner.rules#1.bytes",
+            "max must be",
+            'write e.g. bytes = [0, 65536] or [65536, "inf"]',
+        ),
         ({"bytes": [True, 100]}, "tuner.rules#1.bytes", "min must be", EXAMPLE_BYTES),
         ({"bytes": 1024}, "tuner.rules#1.bytes", "two sizes", EXAMPLE_BYTES),
         ({"bytes": None}, "tuner.rules#1.bytes", "needs a byte range", "add bytes = [0, 65536]"),
@@ -86,10 +107,24 @@ EXAMPLE_BYTES = "write e.g. bytes = [0, 65536]"
         ({"nnodes": [1]}, "tuner.rules#1.nnodes", "list [min, max]", "write e.g. nnodes = [2, 8]"),
         ({"group": ""}, "tuner.rules#1.group", "group label", 'write e.g. group = "tp"'),
         ({"group": "tp group"}, "tuner.rules#1.group", "group label", 'write e.g. group = "tp"'),
-        ({"channels": 0}, "tuner.rules#1.channels", "from 1 to 64", "remove it to let NCCL choose, or write e.g. channels = 8"),
-        ({"channels": 65}, "tuner.rules#1.channels", "from 1 to 64", "remove it to let NCCL choose, or write e.g. channels = 8"),
-        ({"chanels": 8}, "tuner.rules#1.chanels", "unknown rule key",
-         "use only collective, bytes, algorithm, protocol, nranks, nnodes, group, channels"),
+        (
+            {"channels": 0},
+            "tuner.rules#1.channels",
+            "from 1 to 64",
+            "remove it to let NCCL choose, or write e.g. channels = 8",
+        ),
+        (
+            {"channels": 65},
+            "tuner.rules#1.channels",
+            "from 1 to 64",
+            "remove it to let NCCL choose, or write e.g. channels = 8",
+        ),
+        (
+            {"chanels": 8},
+            "tuner.rules#1.chanels",
+            "unknown rule key",
+            "use only collective, bytes, algorithm, protocol, nranks, nnodes, group, channels",
+        ),
     ],
 )
 def test_bad_rules_name_variable_value_rule_and_fix(fields, variable, rule_text, fix):
@@ -105,7 +140,9 @@ def test_all_problems_of_all_rules_are_reported_at_once():
     rules, findings = parse_rules([one(collective="x"), one(), one(protocol="y", bytes=[5, 1])], "p")
     assert rules == [TunerRule("AllReduce", 0, 1024, "Ring", "LL")]
     assert [f.variable for f in errors(findings)] == [
-        "tuner.rules#1.collective", "tuner.rules#3.bytes", "tuner.rules#3.protocol",
+        "tuner.rules#1.collective",
+        "tuner.rules#3.bytes",
+        "tuner.rules#3.protocol",
     ]
 
 
@@ -239,7 +276,12 @@ def test_wire_format_round_trips_and_rechecks():
     rules, _ = parse(EXAMPLE)
     for rule in rules:
         assert rule_from_dict(rule_to_dict(rule)) == rule
-    assert rule_to_dict(rules[1]) == {"collective": "AllReduce", "bytes": [65536, "inf"], "algorithm": "Ring", "protocol": "Simple"}
+    assert rule_to_dict(rules[1]) == {
+        "collective": "AllReduce",
+        "bytes": [65536, "inf"],
+        "algorithm": "Ring",
+        "protocol": "Simple",
+    }
     with pytest.raises(ProfileError) as exc:
         rule_from_dict({**rule_to_dict(rules[0]), "protocol": "LL256"}, source="SGLANG_EAGLE_NCCL_PROFILE")
     assert exc.value.errors[0].source == "SGLANG_EAGLE_NCCL_PROFILE"
@@ -254,13 +296,19 @@ def test_digest_is_stable_ignores_spelling_and_follows_order():
     assert rules_digest([]) != rules_digest(rules[:1])
 
 
-@pytest.mark.parametrize("bad,rule", [
-    ({"bytes": [0, 2**64]}, "max must be an integer number of bytes up to 18446744073709551615"),
-    ({"bytes": [2**64 - 1, "inf"]}, "min must be an integer number of bytes from 0 to 18446744073709551614"),
-    ({"bytes": [0, 10 ** 5000]}, "more than 4300 digits"),
-    ({"nranks": [1, 2**64]}, "max must be an integer up to 18446744073709551615"),
-    ({"nnodes": [2**64, "inf"]}, "min must be an integer from 1 to 18446744073709551615"),
-])
+@pytest.mark.parametrize(
+    "bad,rule",
+    [
+        ({"bytes": [0, 2**64]}, "max must be an integer number of bytes up to 18446744073709551615"),
+        (
+            {"bytes": [2**64 - 1, "inf"]},
+            "min must be an integer number of bytes from 0 to 18446744073709551614",
+        ),
+        ({"bytes": [0, 10**5000]}, "more than 4300 digits"),
+        ({"nranks": [1, 2**64]}, "max must be an integer up to 18446744073709551615"),
+        ({"nnodes": [2**64, "inf"]}, "min must be an integer from 1 to 18446744073709551615"),
+    ],
+)
 def test_bounds_past_what_nccl_can_ask_are_refused_at_the_edge(bad, rule):
     from sglang_eagle_nccl.knowledge.nccl.tuner_rules import parse_rules
 
@@ -272,7 +320,21 @@ def test_bounds_past_what_nccl_can_ask_are_refused_at_the_edge(bad, rule):
 def test_the_largest_bounds_nccl_can_ask_are_accepted():
     from sglang_eagle_nccl.knowledge.nccl.tuner_rules import SIZE_T_MAX, parse_rules
 
-    (rule,), findings = parse_rules([{"collective": "allreduce", "bytes": [SIZE_T_MAX - 1, SIZE_T_MAX],
-                                      "algorithm": "ring", "protocol": "LL", "nranks": [SIZE_T_MAX, SIZE_T_MAX]}], "test")
+    (rule,), findings = parse_rules(
+        [
+            {
+                "collective": "allreduce",
+                "bytes": [SIZE_T_MAX - 1, SIZE_T_MAX],
+                "algorithm": "ring",
+                "protocol": "LL",
+                "nranks": [SIZE_T_MAX, SIZE_T_MAX],
+            }
+        ],
+        "test",
+    )
     assert [f for f in findings if f.severity == "error"] == []
-    assert (rule.min_bytes, rule.max_bytes, rule.nranks) == (SIZE_T_MAX - 1, SIZE_T_MAX, (SIZE_T_MAX, SIZE_T_MAX))
+    assert (rule.min_bytes, rule.max_bytes, rule.nranks) == (
+        SIZE_T_MAX - 1,
+        SIZE_T_MAX,
+        (SIZE_T_MAX, SIZE_T_MAX),
+    )

@@ -81,16 +81,25 @@ def test_the_shadow_check_is_exact_on_small_rule_sets(rules):
 
 def test_a_covering_set_in_three_dimensions_is_found():
     # Four quarters of the (bytes x ranks) plane over two node ranges: together they cover the last rule.
-    quarters = [rule(a, b, nranks=(r0, r1), nnodes=n) for a, b in ((0, 100), (100, 200)) for r0, r1 in ((1, 4), (5, 8))
-                for n in ((1, 1), (2, 3))]
-    assert shadowed([*quarters, rule(50, 150, nranks=(3, 6), nnodes=(1, 3), protocol="Simple")]) == ["tuner.rules#9"]
+    quarters = [
+        rule(a, b, nranks=(r0, r1), nnodes=n)
+        for a, b in ((0, 100), (100, 200))
+        for r0, r1 in ((1, 4), (5, 8))
+        for n in ((1, 1), (2, 3))
+    ]
+    assert shadowed([*quarters, rule(50, 150, nranks=(3, 6), nnodes=(1, 3), protocol="Simple")]) == [
+        "tuner.rules#9"
+    ]
     # One cell missing (ranks 5-8, bytes 100-200, nodes 2-3): not shadowed.
     assert shadowed([*quarters[:-1], rule(50, 150, nranks=(3, 6), nnodes=(1, 3), protocol="Simple")]) == []
 
 
 def _overlapping(n: int) -> list[TunerRule]:
     """n rules that all overlap in bytes, ranks and nodes, none covered: the sweep's worst kind."""
-    return [rule(i, i + 1_000_000, nranks=(1 + i % 7, 64 - i % 5), nnodes=(1 + i % 3, 8 - i % 2)) for i in range(n)]
+    return [
+        rule(i, i + 1_000_000, nranks=(1 + i % 7, 64 - i % 5), nnodes=(1 + i % 3, 8 - i % 2))
+        for i in range(n)
+    ]
 
 
 def test_at_the_cap_the_sweep_stops_at_its_budget_and_says_so():
@@ -119,7 +128,9 @@ def test_one_dimensional_rules_cost_no_budget():
     rules = [rule(i, i + 1_000_000) for i in range(MAX_RULES)]
     budget = ShadowBudget()
     assert shadowed(rules, budget) == [] and budget.spent == 0
-    covering = [rule(i * 10, i * 10 + 10) for i in range(MAX_RULES - 1)] + [rule(5, (MAX_RULES - 1) * 10, protocol="Simple")]
+    covering = [rule(i * 10, i * 10 + 10) for i in range(MAX_RULES - 1)] + [
+        rule(5, (MAX_RULES - 1) * 10, protocol="Simple")
+    ]
     assert shadowed(covering) == [f"tuner.rules#{MAX_RULES}"]
 
 
@@ -130,7 +141,11 @@ def test_the_rule_count_is_capped_at_the_bound(count, capped):
     assert bool(capped_findings) == capped
     if capped:
         (f,) = capped_findings
-        assert f.severity == "error" and f.value == f"{count} rules" and f"at most {MAX_RULES} tuner rules" in f.rule
+        assert (
+            f.severity == "error"
+            and f.value == f"{count} rules"
+            and f"at most {MAX_RULES} tuner rules" in f.rule
+        )
 
 
 def test_a_200_kib_profile_validates_in_a_child_within_a_generous_bound(tmp_path):
@@ -144,8 +159,13 @@ def test_a_200_kib_profile_validates_in_a_child_within_a_generous_bound(tmp_path
     assert 200 * 1024 <= len(text) <= 256 * 1024
     path = tmp_path / "many-rules.toml"
     path.write_text(text)
-    done = subprocess.run([sys.executable, "-m", "sglang_eagle_nccl", "validate", str(path)], capture_output=True,
-                          text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "sglang_eagle_nccl", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stderr
     assert f"tuner.rules='2100 rules': a profile holds at most {MAX_RULES} tuner rules" in done.stderr
     assert "Traceback" not in done.stderr

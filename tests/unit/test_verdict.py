@@ -14,7 +14,9 @@ from support.audit_records import ident
 
 
 def _launch(tmp_path, records_by_pid):
-    run_dir = open_launch(str(tmp_path), {"profile": {"name": "p", "env": {"NCCL_ALGO": "Ring"}}}, required=True)
+    run_dir = open_launch(
+        str(tmp_path), {"profile": {"name": "p", "env": {"NCCL_ALGO": "Ring"}}}, required=True
+    )
     for pid, records in records_by_pid.items():
         with open(f"{run_dir}/proc-h-{pid}.jsonl", "w") as fh:
             for r in records:
@@ -24,18 +26,41 @@ def _launch(tmp_path, records_by_pid):
 
 
 def _start(env, **extra):
-    return {"event": "process_start", "role": "launcher", "expected_env": env, "env": env, "group_envs": {},
-            "sglang_wins": [], **extra}
+    return {
+        "event": "process_start",
+        "role": "launcher",
+        "expected_env": env,
+        "env": env,
+        "group_envs": {},
+        "sglang_wins": [],
+        **extra,
+    }
 
 
 def _sched(env):
-    group = {"event": "group_created", "group": "world", "env": env, "device_group_backend": "gloo", "torch_comm": "none"}
-    return [{"event": "process_role", "title": "sglang::scheduler_TP0"}, {"event": "scheduler_start", "env": env, "ranks": {}}, group]
+    group = {
+        "event": "group_created",
+        "group": "world",
+        "env": env,
+        "device_group_backend": "gloo",
+        "torch_comm": "none",
+    }
+    return [
+        {"event": "process_role", "title": "sglang::scheduler_TP0"},
+        {"event": "scheduler_start", "env": env, "ranks": {}},
+        group,
+    ]
 
 
 def test_records_after_a_profile_change_are_judged_against_the_new_profile(tmp_path):
     old, new = {"NCCL_ALGO": "Ring"}, {"NCCL_ALGO": "Tree"}
-    changed = {"event": "profile_changed", "expected_env": new, "group_envs": {}, "sglang_wins": [], "env": new}
+    changed = {
+        "event": "profile_changed",
+        "expected_env": new,
+        "group_envs": {},
+        "sglang_wins": [],
+        "env": new,
+    }
     ok = _launch(tmp_path / "a", {1: [_start(old), changed, *_sched(new)]})
     assert ok.verdict == "ok", ok.problems
     # Records that end before a restore still hold the old value: that is a failure, not a pass.
@@ -46,7 +71,13 @@ def test_records_after_a_profile_change_are_judged_against_the_new_profile(tmp_p
 
 def test_what_does_not_exist_is_a_dash_never_a_check(tmp_path):
     env = {"NCCL_ALGO": "Ring"}
-    group = {"event": "group_created", "group": "tp", "env": env, "device_group_backend": "gloo", "torch_comm": "none"}
+    group = {
+        "event": "group_created",
+        "group": "tp",
+        "env": env,
+        "device_group_backend": "gloo",
+        "torch_comm": "none",
+    }
     pynccl = {"event": "pynccl_created", "group": "tp", "env": env, "available": False}
     report = _launch(tmp_path, {1: [_start(env), *_sched(env), group, pynccl]})
     assert {c.verdict for c in report.communicators} == {"absent"} and report.verdict == "ok"
@@ -78,8 +109,13 @@ def test_helpers_are_summarised_in_one_line(tmp_path):
 
 def test_eagle_groups_not_held_by_the_worker_are_unknown(tmp_path):
     env = {"NCCL_ALGO": "Ring"}
-    eagle = {"event": "eagle_groups", "worker": "EAGLEWorkerV2", "draft": {}, "verify": {},
-             "draft_note": "shares the target's groups (its parallel layout names no group of its own)"}
+    eagle = {
+        "event": "eagle_groups",
+        "worker": "EAGLEWorkerV2",
+        "draft": {},
+        "verify": {},
+        "draft_note": "shares the target's groups (its parallel layout names no group of its own)",
+    }
     report = _launch(tmp_path, {1: [_start(env), *_sched(env), eagle]})
     text = format_text(report, verbose=True)
     assert "draft on shares the target's groups" in text and "verify on unknown" in text
@@ -111,8 +147,12 @@ def test_writer_without_a_launch_keeps_records_until_it_joins_one(tmp_path):
 
 
 def _launcher_writes(**flags):
-    return {"event": "sglang_env_writes", "where": "_set_envs_and_config", "writes": [],
-            "server_flags": {"tp_size": 2, "dp_size": 1, "pp_size": 1, "nnodes": 2, **flags}}
+    return {
+        "event": "sglang_env_writes",
+        "where": "_set_envs_and_config",
+        "writes": [],
+        "server_flags": {"tp_size": 2, "dp_size": 1, "pp_size": 1, "nnodes": 2, **flags},
+    }
 
 
 def test_a_ray_driver_expects_every_rank_of_every_node(tmp_path):
@@ -120,14 +160,22 @@ def test_a_ray_driver_expects_every_rank_of_every_node(tmp_path):
     actors that join its launch, so one scheduler on record means the other ran without the plugin."""
     env = {"NCCL_ALGO": "Ring"}
     actor = {"event": "ray_actor_env", "actor_role": "scheduler", "env": env, "node_rank": 1}
-    per_node = _launch(tmp_path / "node", {1: [_start(env), _launcher_writes()], 2: [_start(env), *_sched(env)]})
+    per_node = _launch(
+        tmp_path / "node", {1: [_start(env), _launcher_writes()], 2: [_start(env), *_sched(env)]}
+    )
     assert per_node.verdict == "ok", per_node.problems  # one rank per node: as expected
-    for name, driver in (("use_ray", [_start(env), _launcher_writes(use_ray=True)]),
-                         ("actors", [_start(env), _launcher_writes(), actor])):
+    for name, driver in (
+        ("use_ray", [_start(env), _launcher_writes(use_ray=True)]),
+        ("actors", [_start(env), _launcher_writes(), actor]),
+    ):
         one = _launch(tmp_path / name, {1: driver, 2: [_start(env), *_sched(env)]})
         assert one.verdict == "fail" and any(
-            "expected 2 scheduler process(es) in this launch (tp x dp x pp: the Ray driver starts every rank)" in p
+            "expected 2 scheduler process(es) in this launch (tp x dp x pp: the Ray driver starts every rank)"
+            in p
             for p in one.problems
         ), one.problems
-        both = _launch(tmp_path / f"{name}-2", {1: driver, 2: [_start(env), *_sched(env)], 3: [_start(env), *_sched(env)]})
+        both = _launch(
+            tmp_path / f"{name}-2",
+            {1: driver, 2: [_start(env), *_sched(env)], 3: [_start(env), *_sched(env)]},
+        )
         assert both.verdict == "ok", both.problems

@@ -15,8 +15,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize(
     "given,release",
-    [("0.5.23", "0.5.23"), ("0.5.23+cu130", "0.5.23"), ("0.5.24rc1", "0.5.24"), ("0.5.21.dev0", "0.5.21"),
-     ("0.5.4.post3", "0.5.4.post3"), ("0.5.4.post3+local", "0.5.4.post3"), ("0.5.20.post1.dev0", "0.5.20.post1")],
+    [
+        ("0.5.23", "0.5.23"),
+        ("0.5.23+cu130", "0.5.23"),
+        ("0.5.24rc1", "0.5.24"),
+        ("0.5.21.dev0", "0.5.21"),
+        ("0.5.4.post3", "0.5.4.post3"),
+        ("0.5.4.post3+local", "0.5.4.post3"),
+        ("0.5.20.post1.dev0", "0.5.20.post1"),
+    ],
 )
 def test_what_a_version_stands_for(given, release):
     assert versions.stands_for(given) == Version(release)
@@ -25,9 +32,14 @@ def test_what_a_version_stands_for(given, release):
 
 @pytest.mark.parametrize(
     "spec,version,inside",
-    [(">=0.5.11,<0.5.13", "0.5.11rc1", True), (">=0.5.11,<0.5.13", "0.5.13rc1", False),
-     (">=0.4.3,<0.5.5", "0.5.4.post3", True), (">=0.5.5", "0.5.4.post3", False), ("<0.5.19", "0.5.19.dev0", False),
-     (">=0.5.19", "0.5.19+cu130", True)],
+    [
+        (">=0.5.11,<0.5.13", "0.5.11rc1", True),
+        (">=0.5.11,<0.5.13", "0.5.13rc1", False),
+        (">=0.4.3,<0.5.5", "0.5.4.post3", True),
+        (">=0.5.5", "0.5.4.post3", False),
+        ("<0.5.19", "0.5.19.dev0", False),
+        (">=0.5.19", "0.5.19+cu130", True),
+    ],
 )
 def test_ranges_are_judged_by_the_release_a_version_stands_for(spec, version, inside):
     assert versions.in_range(spec, version) is inside
@@ -48,7 +60,8 @@ def test_installed_lookup_answers_none_for_a_missing_distribution():
 _COPIES = {
     "a release normalised from its parts (base_version)": re.compile(r"\.base_version\b"),
     "an installed distribution's version read from package metadata": re.compile(
-        r"metadata\.version\(|from importlib\.metadata import[^\n]*\bversion\b|importlib_metadata"),
+        r"metadata\.version\(|from importlib\.metadata import[^\n]*\bversion\b|importlib_metadata"
+    ),
     "a dist-info directory read beside a package": re.compile(r"\.dist-info"),
     "a version range judged with packaging directly": re.compile(r"SpecifierSet\([^)]*\)\.contains\("),
 }
@@ -90,16 +103,24 @@ def _line(finding: str) -> str:
 
 
 def test_no_module_defines_its_own_version_helper():
-    names = re.compile(r"^\s*def (stands_for|release_of|installed_sglang_version|_version_beside_package|"
-                       r"_installed_sglang|package_version|normalize_version)\b", re.M)
+    names = re.compile(
+        r"^\s*def (stands_for|release_of|installed_sglang_version|_version_beside_package|"
+        r"_installed_sglang|package_version|normalize_version)\b",
+        re.M,
+    )
     defined = {}
     for path in _python_files():
         for match in names.finditer(path.read_text("utf-8")):
             defined.setdefault(match.group(1), []).append(str(path.relative_to(REPO)))
     # Thin wrappers that only delegate to contract/versions.py, kept for their callers' names.
-    delegating = {"normalize_version": ["sglang_eagle_nccl/knowledge/sglang/allreduce_paths.py"],
-                  "_installed_sglang": ["sglang_eagle_nccl/cli/sizes.py", "sglang_eagle_nccl/knowledge/sglang/allreduce_paths.py"],
-                  "package_version": ["sglang_eagle_nccl/offline/doctor.py"]}
+    delegating = {
+        "normalize_version": ["sglang_eagle_nccl/knowledge/sglang/allreduce_paths.py"],
+        "_installed_sglang": [
+            "sglang_eagle_nccl/cli/sizes.py",
+            "sglang_eagle_nccl/knowledge/sglang/allreduce_paths.py",
+        ],
+        "package_version": ["sglang_eagle_nccl/offline/doctor.py"],
+    }
     for name, paths in defined.items():
         assert sorted(paths) == sorted(delegating.get(name, [])), (name, paths)
         for rel in paths:

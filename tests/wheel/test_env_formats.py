@@ -64,10 +64,18 @@ def _cli(venv_python: Path) -> Path:
 
 
 def _printed(venv_python: Path, workdir: Path, profile: Path, fmt: str, *extra: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
     env.update(CALLER)
-    proc = subprocess.run([str(_cli(venv_python)), "env", "--profile", str(profile), "--format", fmt, *extra],
-                          capture_output=True, text=True, env=env, cwd=workdir, timeout=60)
+    proc = subprocess.run(
+        [str(_cli(venv_python)), "env", "--profile", str(profile), "--format", fmt, *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workdir,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -75,7 +83,9 @@ def _printed(venv_python: Path, workdir: Path, profile: Path, fmt: str, *extra: 
 def _probe_env(python: Path, env: dict[str, str], cwd: Path) -> dict:
     script = cwd / "probe.py"
     script.write_text(PROBE)
-    proc = subprocess.run([str(python), str(script)], capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    proc = subprocess.run(
+        [str(python), str(script)], capture_output=True, text=True, env=env, cwd=cwd, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -97,7 +107,9 @@ def _same_profile(out: dict, expected: dict, node_rank: int | None) -> None:
     assert out["data"]["policy"]["audit_dir"] == expected["policy"]["audit_dir"]  # the same launch root
     assert os.path.isabs(out["data"]["policy"]["audit_dir"])
     assert out["node_rank"] == node_rank
-    wanted = dict(expected["env"], **(expected["nodes"].get(str(node_rank), {}) if node_rank is not None else {}))
+    wanted = dict(
+        expected["env"], **(expected["nodes"].get(str(node_rank), {}) if node_rank is not None else {})
+    )
     assert {k: out["environ"].get(k) for k in wanted} == wanted
     assert "CALLERS_OWN" not in out["environ"]
 
@@ -107,8 +119,9 @@ def _shell(venv_python: Path, printed: str, cwd: Path, shell_env: dict[str, str]
     script.write_text(f'eval "$(cat {cwd / "printed.txt"})"\nexec {venv_python} {cwd / "probe.py"}\n')
     (cwd / "printed.txt").write_text(printed)
     (cwd / "probe.py").write_text(PROBE)
-    proc = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, env=shell_env or {}, cwd=cwd,
-                          timeout=60)
+    proc = subprocess.run(
+        ["/bin/sh", str(script)], capture_output=True, text=True, env=shell_env or {}, cwd=cwd, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -117,8 +130,13 @@ def _dotenv(venv_python: Path, printed: str, cwd: Path) -> dict:
     # docker --env-file and systemd take NAME=value verbatim for these values (dotenv_safe): env -i does too.
     (cwd / "probe.py").write_text(PROBE)
     lines = [ln for ln in printed.splitlines() if ln.strip()]
-    proc = subprocess.run(["env", "-i", *lines, str(venv_python), str(cwd / "probe.py")], capture_output=True,
-                          text=True, cwd=cwd, timeout=60)
+    proc = subprocess.run(
+        ["env", "-i", *lines, str(venv_python), str(cwd / "probe.py")],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -200,11 +218,14 @@ def _yaml():
 def test_k8s_round_trips_with_the_node_rank_of_each_pod(venv_python, dirs):
     yaml = _yaml()
     gen, run, profile = dirs
-    entries = check_envvar_shape(yaml.safe_load(_printed(venv_python, gen, profile, "k8s", "--node-rank-from",
-                                                         "LWS_WORKER_INDEX")))
+    entries = check_envvar_shape(
+        yaml.safe_load(_printed(venv_python, gen, profile, "k8s", "--node-rank-from", "LWS_WORKER_INDEX"))
+    )
     expected = _expected(gen, profile)
     for index in ("0", "1"):
-        pod = kubelet_env(entries, {"LWS_LEADER_ADDRESS": "lws-0.lws", "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": index})
+        pod = kubelet_env(
+            entries, {"LWS_LEADER_ADDRESS": "lws-0.lws", "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": index}
+        )
         _same_profile(_probe_env(venv_python, pod, run), expected, int(index))
 
 
@@ -238,20 +259,30 @@ def test_readme_lws_recipe(venv_python, tmp_path):
 
     lang, script = code_block("tests/wheel/test_env_formats.py::test_readme_lws_recipe")
     assert lang == "bash"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
     env["PATH"] = f"{venv_python.parent}:{env.get('PATH', '/usr/bin:/bin')}"
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     lws = yaml.safe_load((tmp_path / "lws.yaml").read_text())
     assert lws["kind"] == "LeaderWorkerSet"
     template = lws["spec"]["leaderWorkerTemplate"]
-    leader, = template["leaderTemplate"]["spec"]["containers"]
-    worker, = template["workerTemplate"]["spec"]["containers"]
+    (leader,) = template["leaderTemplate"]["spec"]["containers"]
+    (worker,) = template["workerTemplate"]["spec"]["containers"]
     # One source: the worker's list is the leader's (the anchor), entry for entry.
     assert leader["env"] == worker["env"]
     entries = check_envvar_shape(leader["env"])
-    expected = resolve(["pcie-8gpu"], environ={"SGLANG_EAGLE_NCCL_AUDIT_DIR": "/var/log/nccl-audit"}).profile.to_dict()
+    expected = resolve(
+        ["pcie-8gpu"], environ={"SGLANG_EAGLE_NCCL_AUDIT_DIR": "/var/log/nccl-audit"}
+    ).profile.to_dict()
     run = tmp_path / "pod"
     run.mkdir()
     for index, container in (("0", leader), ("1", worker)):

@@ -46,7 +46,9 @@ PROBE = textwrap.dedent(
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_NCCL_", "SGLANG_EAGLE_NCCL"))
+    }
     env.update(extra)
     return env
 
@@ -54,13 +56,20 @@ def _env(**extra: str) -> dict[str, str]:
 def _probe(python: Path, tmp_path: Path, **env: str) -> dict:
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
-    proc = subprocess.run([str(python), str(script)], capture_output=True, text=True, env=_env(**env), cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [str(python), str(script)], capture_output=True, text=True, env=_env(**env), cwd=tmp_path, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     return {"out": json.loads(proc.stdout.strip().splitlines()[-1]), "stderr": proc.stderr}
 
 
 def test_wheel_ships_pth_and_start_files(venv_python):
-    site = subprocess.run([str(venv_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(venv_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     pth = Path(site) / "sglang_eagle_nccl.pth"
     start = Path(site) / "sglang_eagle_nccl.start"
     assert pth.is_file() and start.is_file()
@@ -80,13 +89,21 @@ def test_gate_off_imports_nothing_in_parent_or_spawn_child(venv_python, tmp_path
 
 
 def test_gate_off_importtime_shows_no_plugin_module(venv_python, tmp_path):
-    proc = subprocess.run([str(venv_python), "-X", "importtime", "-c", "pass"], capture_output=True, text=True, env=_env(), timeout=60)
+    proc = subprocess.run(
+        [str(venv_python), "-X", "importtime", "-c", "pass"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
     assert "sglang_eagle_nccl" not in proc.stderr and "wrapt" not in proc.stderr
 
 
 def test_gate_on_activates_parent_and_spawn_child(venv_python, tmp_path):
     audit_root = tmp_path / "audit"
-    res = _probe(venv_python, tmp_path, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(audit_root))
+    res = _probe(
+        venv_python, tmp_path, SGLANG_EAGLE_NCCL="pcie-8gpu", SGLANG_EAGLE_NCCL_AUDIT_DIR=str(audit_root)
+    )
     out = res["out"]
     for who in ("parent", "child"):
         assert out[who]["NCCL_PROTO"] == "LL" and out[who]["NCCL_BUFFSIZE"] == "16777216", who
@@ -104,8 +121,22 @@ def test_gate_on_activates_parent_and_spawn_child(venv_python, tmp_path):
 def test_processes_of_an_env_launch_join_its_directory(venv_python, tmp_path):
     """`env --audit-dir` opens one launch; every process started from that environment audits into it."""
     cli = venv_python.parent / "sglang-eagle-nccl"
-    printed = subprocess.run([str(cli), "env", "--profile", "pcie-8gpu", "--audit-dir", str(tmp_path / "audit"),
-                              "--format", "json"], capture_output=True, text=True, env=_env(), timeout=60)
+    printed = subprocess.run(
+        [
+            str(cli),
+            "env",
+            "--profile",
+            "pcie-8gpu",
+            "--audit-dir",
+            str(tmp_path / "audit"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
     assert printed.returncode == 0, printed.stderr
     env_vars = json.loads(printed.stdout)
     (launch,) = [d for d in (tmp_path / "audit").iterdir() if d.is_dir()]
@@ -124,7 +155,9 @@ def test_processes_of_an_env_launch_join_its_directory(venv_python, tmp_path):
         assert starts[pid]["invocation"].endswith("<multiprocessing.resource_tracker>")
     assert starts[out["child"]["pid"]]["invocation"].endswith("<multiprocessing.spawn>")
     # Only helper processes ran (no SGLang rank, no communicator): audit does not call that a pass.
-    verdict = subprocess.run([str(cli), "audit", str(launch)], capture_output=True, text=True, env=_env(), timeout=60)
+    verdict = subprocess.run(
+        [str(cli), "audit", str(launch)], capture_output=True, text=True, env=_env(), timeout=60
+    )
     assert verdict.returncode == 1, verdict.stdout
     assert "nothing real was audited" in verdict.stdout
 
@@ -134,23 +167,47 @@ def test_processes_of_an_env_launch_join_its_directory(venv_python, tmp_path):
 # in every process SGLang spawns (issue 11: activation <= 5 ms); these in particular cost it before.
 BOOT = Path(__file__).resolve().parents[2] / "sglang_eagle_nccl" / "inproc" / "boot"
 START_UP_EXTRA = {"_sha256", "_sha2", "_operator"}
-NOT_AT_START = {"__future__", "binascii", "base64", "hashlib", "hmac", "errno", "dataclasses", "typing", "re",
-                "json", "enum", "threading", "ctypes", "inspect", "packaging", "wrapt"}
+NOT_AT_START = {
+    "__future__",
+    "binascii",
+    "base64",
+    "hashlib",
+    "hmac",
+    "errno",
+    "dataclasses",
+    "typing",
+    "re",
+    "json",
+    "enum",
+    "threading",
+    "ctypes",
+    "inspect",
+    "packaging",
+    "wrapt",
+}
 
 
 def _imported(python: Path, env: dict[str, str]) -> list[str]:
-    proc = subprocess.run([str(python), "-X", "importtime", "-c", "pass"], capture_output=True, text=True, env=env,
-                          timeout=60)
+    proc = subprocess.run(
+        [str(python), "-X", "importtime", "-c", "pass"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
-    return [ln.rsplit("|", 1)[1].strip() for ln in proc.stderr.splitlines() if ln.startswith("import time:")][1:]
+    return [ln.rsplit("|", 1)[1].strip() for ln in proc.stderr.splitlines() if ln.startswith("import time:")][
+        1:
+    ]
 
 
 def test_child_start_imports_only_the_start_up_modules(venv_python, tmp_path):
     """A child of a launch (signed serialised profile inherited) imports nothing heavy at start."""
     cli = venv_python.parent / "sglang-eagle-nccl"
     inputs = {"SGLANG_EAGLE_NCCL_AUDIT_DIR": str(tmp_path / "audit")}
-    printed = subprocess.run([str(cli), "env", "--profile", "pcie-8gpu", "--format", "json"], capture_output=True,
-                             text=True, env=_env(**inputs), timeout=60)
+    printed = subprocess.run(
+        [str(cli), "env", "--profile", "pcie-8gpu", "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=_env(**inputs),
+        timeout=60,
+    )
     assert printed.returncode == 0, printed.stderr
     # env prints the inputs the serialised profile records (the audit root among them): a child gets exactly that.
     child = _env(**json.loads(printed.stdout), SGLANG_EAGLE_NCCL_ROOT_PID="1")
@@ -165,8 +222,12 @@ def test_child_start_imports_only_the_start_up_modules(venv_python, tmp_path):
     ours = {m for m in extra if m.startswith("sglang_eagle_nccl")}
     allowed = ("sglang_eagle_nccl.inproc.boot.", "sglang_eagle_nccl.contract.")
     outside = {m for m in ours if not m.startswith(allowed)} - {
-        "sglang_eagle_nccl", "sglang_eagle_nccl._gate", "sglang_eagle_nccl.inproc", "sglang_eagle_nccl.inproc.boot",
-        "sglang_eagle_nccl.contract"}
+        "sglang_eagle_nccl",
+        "sglang_eagle_nccl._gate",
+        "sglang_eagle_nccl.inproc",
+        "sglang_eagle_nccl.inproc.boot",
+        "sglang_eagle_nccl.contract",
+    }
     assert not outside, sorted(outside)
     boot = {f"sglang_eagle_nccl.inproc.boot.{f.stem}" for f in BOOT.glob("*.py") if f.stem != "__init__"}
     assert boot <= ours, f"in inproc/boot/ but not imported at start: {sorted(boot - ours)}"
@@ -177,15 +238,28 @@ def test_child_uses_serialised_profile_not_files(venv_python, tmp_path):
     prof = tmp_path / "mine.toml"
     prof.write_text('[env]\nNCCL_PROTO = "Simple"\n')
     script = tmp_path / "remove_then_spawn.py"
-    script.write_text(PROBE.replace('    ctx = mp.get_context("spawn")', f'    os.remove({str(prof)!r})\n    ctx = mp.get_context("spawn")'))
-    proc = subprocess.run([str(venv_python), str(script)], capture_output=True, text=True, env=_env(SGLANG_EAGLE_NCCL=str(prof), SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "a")), timeout=120)
+    script.write_text(
+        PROBE.replace(
+            '    ctx = mp.get_context("spawn")',
+            f'    os.remove({str(prof)!r})\n    ctx = mp.get_context("spawn")',
+        )
+    )
+    proc = subprocess.run(
+        [str(venv_python), str(script)],
+        capture_output=True,
+        text=True,
+        env=_env(SGLANG_EAGLE_NCCL=str(prof), SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "a")),
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["child"]["NCCL_PROTO"] == "Simple" and out["child"]["state"]["active"]
 
 
 def test_broken_profile_variable_with_gate_off_does_nothing(venv_python, tmp_path):
-    res = _probe(venv_python, tmp_path, SGLANG_EAGLE_NCCL_PROFILE="{not json", SGLANG_EAGLE_NCCL_ENV="LD_PRELOAD=/x.so")
+    res = _probe(
+        venv_python, tmp_path, SGLANG_EAGLE_NCCL_PROFILE="{not json", SGLANG_EAGLE_NCCL_ENV="LD_PRELOAD=/x.so"
+    )
     assert res["out"]["parent"]["plugin_modules"] == [] and res["out"]["child"]["plugin_modules"] == []
     assert res["stderr"] == ""
 
@@ -197,7 +271,13 @@ def test_gate_disabled_words(venv_python, tmp_path, value):
 
 
 def test_bad_profile_with_gate_on_is_loud_but_other_programs_run(venv_python, tmp_path):
-    proc = subprocess.run([str(venv_python), "-c", "print('still works')"], capture_output=True, text=True, env=_env(SGLANG_EAGLE_NCCL="no-such-profile"), timeout=60)
+    proc = subprocess.run(
+        [str(venv_python), "-c", "print('still works')"],
+        capture_output=True,
+        text=True,
+        env=_env(SGLANG_EAGLE_NCCL="no-such-profile"),
+        timeout=60,
+    )
     assert proc.returncode == 0 and "still works" in proc.stdout
     assert "no built-in profile has this name" in proc.stderr
     assert "SGLang will refuse to start" in proc.stderr
@@ -205,7 +285,9 @@ def test_bad_profile_with_gate_on_is_loud_but_other_programs_run(venv_python, tm
 
 def test_console_script_from_the_wheel(venv_python, tmp_path):
     exe = venv_python.parent / "sglang-eagle-nccl"
-    proc = subprocess.run([str(exe), "profiles", "list", "--json"], capture_output=True, text=True, env=_env(), timeout=60)
+    proc = subprocess.run(
+        [str(exe), "profiles", "list", "--json"], capture_output=True, text=True, env=_env(), timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     names = [p["name"] for p in json.loads(proc.stdout)]
     assert {"pcie-8gpu", "debug"} <= set(names)
@@ -213,7 +295,13 @@ def test_console_script_from_the_wheel(venv_python, tmp_path):
 
 def test_own_cli_runs_even_with_a_broken_profile_in_the_environment(venv_python):
     exe = venv_python.parent / "sglang-eagle-nccl"
-    proc = subprocess.run([str(exe), "validate"], capture_output=True, text=True, env=_env(SGLANG_EAGLE_NCCL="no-such-profile"), timeout=60)
+    proc = subprocess.run(
+        [str(exe), "validate"],
+        capture_output=True,
+        text=True,
+        env=_env(SGLANG_EAGLE_NCCL="no-such-profile"),
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert "refuse to start" not in proc.stderr  # the .pth gate stayed out of the way
     assert "no built-in profile has this name" in proc.stderr

@@ -63,8 +63,12 @@ def _wrap(module):
 
     def new_group(*args, **kwargs):
         ranks = kwargs.get("ranks", args[0] if args else None)
-        _write("new_group", ranks=list(ranks) if ranks is not None else None, backend=str(kwargs.get("backend")),
-               group=_sglang_group())
+        _write(
+            "new_group",
+            ranks=list(ranks) if ranks is not None else None,
+            backend=str(kwargs.get("backend")),
+            group=_sglang_group(),
+        )
         return real_new(*args, **kwargs)
 
     module.init_process_group, module.new_group = init_process_group, new_group
