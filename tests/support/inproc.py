@@ -54,3 +54,29 @@ def fresh_process() -> Iterator[state.ProcessState]:
         log._said.clear()
         log._said.update(said)
         _put_environ(saved)
+
+
+def native_library(tmp_path_factory) -> str:  # noqa: ANN001 - pytest's TempPathFactory
+    """This installation's native library; compiled from the sources into a throwaway install folder
+    when the checkout has none (a plain `pip install -e .` without a compiler run)."""
+    from sglang_eagle_nccl.contract import native_location
+    from sglang_eagle_nccl.native import build
+
+    if native_location.present():
+        return native_location.library_file()
+    folder = tmp_path_factory.mktemp("install") / "sglang_eagle_nccl" / "native"
+    folder.mkdir(parents=True)
+    info = build.compile_library(folder / native_location.LIBRARY_FILE)
+    assert info.built, f"the native library does not compile here: {info.reason}"
+    return str(folder / native_location.LIBRARY_FILE)
+
+
+@contextmanager
+def process_with_library(monkeypatch, library: str, argv: list[str]) -> Iterator[state.ProcessState]:  # noqa: ANN001
+    """A fresh process (see fresh_process) whose native library is `library` and whose command line is `argv`."""
+    from sglang_eagle_nccl.contract import native_location
+
+    monkeypatch.setattr(native_location, "HERE", os.path.dirname(library))
+    monkeypatch.setattr(sys, "orig_argv", argv)
+    with fresh_process() as s:
+        yield s

@@ -8,6 +8,7 @@ by the plain tier; tests/unit/test_doors.py and test_handoff.py prove the same i
 
 from __future__ import annotations
 
+import ctypes  # noqa: F401  (loaded, as torch loads it: the library is configured at apply, whichever test runs first)
 import json
 import os
 import resource
@@ -21,9 +22,8 @@ from sglang_eagle_nccl.contract.findings import ProfileError
 from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
 from sglang_eagle_nccl.inproc.boot import activation, native
 from sglang_eagle_nccl.inproc.boot.state import STATE
-from sglang_eagle_nccl.native import build
 from sglang_eagle_nccl.profile.resolve import resolve
-from support.inproc import fresh_process
+from support.inproc import native_library, process_with_library
 
 OURS = native_location.LIBRARY_FILE
 RULES = [{"collective": "AllReduce", "bytes": [0, 524288], "algorithm": "Ring", "protocol": "LL"}]
@@ -31,21 +31,12 @@ RULES = [{"collective": "AllReduce", "bytes": [0, 524288], "algorithm": "Ring", 
 
 @pytest.fixture(scope="module")
 def library_here(tmp_path_factory) -> str:
-    """This installation's native library; compiled from the sources when the checkout has none."""
-    if native_location.present():
-        return native_location.library_file()
-    folder = tmp_path_factory.mktemp("install") / "sglang_eagle_nccl" / "native"
-    folder.mkdir(parents=True)
-    info = build.compile_library(folder / OURS)
-    assert info.built, f"the native library does not compile here: {info.reason}"
-    return str(folder / OURS)
+    return native_library(tmp_path_factory)
 
 
 @pytest.fixture
 def proc(monkeypatch, library_here):
-    monkeypatch.setattr(native_location, "HERE", os.path.dirname(library_here))
-    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "sglang.launch_server"])
-    with fresh_process() as state:
+    with process_with_library(monkeypatch, library_here, ["python", "-m", "sglang.launch_server"]) as state:
         yield state
 
 

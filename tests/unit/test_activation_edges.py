@@ -20,9 +20,8 @@ from sglang_eagle_nccl.contract.findings import ProfileError
 from sglang_eagle_nccl.contract.launch_dir import open_launch
 from sglang_eagle_nccl.inproc.boot import activation
 from sglang_eagle_nccl.inproc.boot.state import STATE
-from sglang_eagle_nccl.native import build
 from sglang_eagle_nccl.profile.resolve import resolve
-from support.inproc import fresh_process
+from support.inproc import native_library, process_with_library
 
 INPUTS = {"SGLANG_EAGLE_NCCL": "1"}
 SECTIONS = (
@@ -34,21 +33,12 @@ SECTIONS = (
 
 @pytest.fixture(scope="module")
 def library_here(tmp_path_factory) -> str:
-    """This installation's native library; compiled from the sources when the checkout has none."""
-    if native_location.present():
-        return native_location.library_file()
-    folder = tmp_path_factory.mktemp("install") / "sglang_eagle_nccl" / "native"
-    folder.mkdir(parents=True)
-    info = build.compile_library(folder / native_location.LIBRARY_FILE)
-    assert info.built, f"the native library does not compile here: {info.reason}"
-    return str(folder / native_location.LIBRARY_FILE)
+    return native_library(tmp_path_factory)
 
 
 @pytest.fixture
 def proc(monkeypatch, library_here):
-    monkeypatch.setattr(native_location, "HERE", os.path.dirname(library_here))
-    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "sglang.launch_server"])
-    with fresh_process() as state:
+    with process_with_library(monkeypatch, library_here, ["python", "-m", "sglang.launch_server"]) as state:
         yield state
 
 

@@ -26,8 +26,8 @@ from sglang_eagle_nccl.inproc.boot import environ, import_trigger, native
 from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
 from sglang_eagle_nccl.inproc.boot.state import STATE
 from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_from_dict, rules_digest
-from sglang_eagle_nccl.native import build, library
-from support.inproc import fresh_process
+from sglang_eagle_nccl.native import library
+from support.inproc import native_library, process_with_library
 
 OURS = native_location.LIBRARY_FILE
 RULES = [{"collective": "AllReduce", "bytes": [0, 524288], "algorithm": "Ring", "protocol": "LL"}]
@@ -35,20 +35,12 @@ RULES = [{"collective": "AllReduce", "bytes": [0, 524288], "algorithm": "Ring", 
 
 @pytest.fixture(scope="module")
 def library_here(tmp_path_factory) -> str:
-    if native_location.present():
-        return native_location.library_file()
-    folder = tmp_path_factory.mktemp("install") / "sglang_eagle_nccl" / "native"
-    folder.mkdir(parents=True)
-    info = build.compile_library(folder / OURS)
-    assert info.built, f"the native library does not compile here: {info.reason}"
-    return str(folder / OURS)
+    return native_library(tmp_path_factory)
 
 
 @pytest.fixture
 def proc(monkeypatch, library_here):
-    monkeypatch.setattr(native_location, "HERE", os.path.dirname(library_here))
-    monkeypatch.setattr(sys, "orig_argv", ["python", "-c", "pass"])
-    with fresh_process() as state:
+    with process_with_library(monkeypatch, library_here, ["python", "-c", "pass"]) as state:
         yield state
 
 
