@@ -39,8 +39,12 @@ def _run(script: str, args: list[str]) -> dict[str, object]:
     print(f"[bench] {script} {' '.join(args)} (load {load()})", file=sys.stderr, flush=True)
     out = subprocess.run([sys.executable, str(HERE / script), "--json", *args], capture_output=True, text=True, cwd=HERE)
     if out.returncode != 0:
-        raise SystemExit(f"{script} failed:\n{out.stderr[-4000:]}")
+        raise BenchmarkFailed(f"{script} failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+class BenchmarkFailed(RuntimeError):
+    """One benchmark's script failed; the others' figures are still written (a long run is not lost)."""
 
 
 def _met(flag: object) -> str:
@@ -127,6 +131,7 @@ def main() -> int:
     if only - set(BENCHMARKS):
         raise SystemExit(f"unknown benchmark(s): {sorted(only - set(BENCHMARKS))}")
     results: dict[str, dict] = {}
+    failed: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-all-") as d:
         python = str(plugin_python(args.python, args.sglang, Path(d)))
         common = ["--python", python, "--sglang", args.sglang]
@@ -134,7 +139,11 @@ def main() -> int:
             if name in only:
                 extra = [*common] if needs_sglang else []
                 extra += count if takes_count else []
-                results[name] = _run(script, [*extra, "--repeat", str(repeat[quick])])
+                try:
+                    results[name] = _run(script, [*extra, "--repeat", str(repeat[quick])])
+                except BenchmarkFailed as exc:
+                    print(str(exc), file=sys.stderr, flush=True)
+                    failed[name] = str(exc)[-2000:]
     lines = table(results)
     doc = {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"),
@@ -145,6 +154,7 @@ def main() -> int:
         "load_at_end": load(),
         "summary": lines,
         "results": results,
+        "failed": failed,
     }
     prefix = Path(args.out) if args.out else HERE / "results" / started.strftime("%Y-%m-%d")
     prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -153,9 +163,10 @@ def main() -> int:
               f"# {doc['machine']['cores']} x {doc['machine']['cpu']}, Python {doc['machine']['python']}, {doc['machine']['system']}",
               "# load average (1/5/15 min) before each benchmark: " + ", ".join(f"{k} {v['load_before']}" for k, v in results.items()),
               "figure | measured | goal"]
+    lines += [f"{name} | FAILED: {why.strip().splitlines()[-1] if why.strip() else 'see the json'} | -" for name, why in failed.items()]
     Path(f"{prefix}.txt").write_text("\n".join(header + lines) + "\n")
     print("\n".join(header + lines))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
