@@ -28,8 +28,14 @@ class Context:
         return max(10.0, min(wanted, left))
 
     def cli(self, *args: str) -> list[str]:
-        # ``-m ...cli`` rather than the console script: an install with --target has no bin/ entry.
-        return [self.python, "-m", "sglang_eagle_nccl.cli.main", *args]
+        # The module rather than the console script: an install with --target has no bin/ entry. Not
+        # ``-m``: it puts the working directory first on sys.path, so run from a checkout it would check
+        # the checkout's sources instead of the installed plugin (Python 3.10 has no -P); the working
+        # directory's entry is dropped before the module is found.
+        return [self.python, "-c", _RUN_CLI, *args]
+
+
+_RUN_CLI = "import runpy, sys; sys.path.pop(0); runpy.run_module('sglang_eagle_nccl.cli.main', run_name='__main__', alter_sys=True)"
 
 
 def resolve_profile(ctx: Context, step: Step) -> None:
