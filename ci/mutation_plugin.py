@@ -24,12 +24,12 @@ def pytest_configure(config: object) -> None:
 # Tests that read the package's source text (not its behaviour): under mutmut every mutated file holds
 # the original function and all its mutants side by side, so a static scan of write sites sees
 # events spelled 'XXrefusedXX' and calls with a field missing, whichever mutant is active. They
-# guard the events table against its writers (tests/unit/test_events.py) and the names in messages, not a decision; every
+# guard the events table against its writers (tests/unit/contract/test_events.py) and the names in messages, not a decision; every
 # other plain-tier test runs.
 SOURCE_SCANS = (
-    "tests/unit/test_events.py::test_every_python_write_site_matches_its_row",
-    "tests/unit/test_events.py::test_every_row_is_written_and_every_declared_field_is_set_by_some_writer",
-    "tests/unit/test_events.py::test_the_writer_named_in_each_row_writes_it",
+    "tests/unit/contract/test_events.py::test_every_python_write_site_matches_its_row",
+    "tests/unit/contract/test_events.py::test_every_row_is_written_and_every_declared_field_is_set_by_some_writer",
+    "tests/unit/contract/test_events.py::test_the_writer_named_in_each_row_writes_it",
     # Every SGLANG_EAGLE_NCCL_* name a message mentions exists: a scan of the source, which under
     # mutmut also holds each mutated name ('XXSGLANG_EAGLE_NCCLXX').
     "tests/unit/test_message_references.py::test_every_plugin_variable_in_a_message_exists",

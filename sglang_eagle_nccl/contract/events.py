@@ -11,7 +11,7 @@ reader (which refuses a record whose fields do not have the types the judge read
 - :data:`READS_EVENTS`: the lines of NCCL's reads log (``nccl-reads-<identity>.jsonl``), written by
   ``native/src/*.c``; :data:`READS_COMMON` fields come from the C function ``sb_head``.
 
-``tests/unit/test_events.py`` checks every write site in the Python package and in the C sources
+``tests/unit/contract/test_events.py`` checks every write site in the Python package and in the C sources
 against the table, and the reverse (no row nothing writes, no declared field no writer sets); the
 reader (:mod:`sglang_eagle_nccl.offline.audit.records`) turns the types into checks; the judge
 (:mod:`sglang_eagle_nccl.offline.audit.judge`) has one function per event whose ``judged`` is True.

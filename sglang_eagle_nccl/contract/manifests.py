@@ -9,7 +9,7 @@ sglang_eagle_nccl.contract.manifests``), committed next to the manifests and shi
 them in the wheel. A process trusts the index only when it records the SHA-256 of exactly the
 manifest files present; otherwise (a manifest edited and the index not regenerated) it returns
 None and the caller falls back to ``patchsets``: slower, never wrong.
-``tests/unit/test_manifest_index.py`` fails while the committed index is stale, and proves that
+``tests/unit/knowledge/sglang/test_manifest_index.py`` fails while the committed index is stale, and proves that
 both paths select the same hooks.
 
 The classes below carry the attributes of ``patchsets.Hook`` / ``PatchSet`` / ``Selection``

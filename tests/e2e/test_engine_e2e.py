@@ -25,7 +25,7 @@ EAGLE = run.supports_cpu_eagle(SGLANG_VERSION)
 
 PROMPT = [1, 17, 33, 71, 105, 260]
 EXE = str(Path(sys.executable).parent / "sglang-eagle-nccl")
-# The built-in seed profile (its exact values are pinned by tests/unit/test_profile.py).
+# The built-in seed profile (its exact values are pinned by tests/unit/profile/test_profile.py).
 SEED = resolve(["pcie-8gpu"], use_environ=False).profile.env_dict()
 START_TIMEOUT = 300
 

@@ -2,7 +2,7 @@
 built from what :mod:`~sglang_eagle_nccl.knowledge.sglang.patchsets` parsed.
 
 ``python -m sglang_eagle_nccl.knowledge.sglang.manifest_index [--check] [DIR]`` rewrites (or checks) it;
-``tests/unit/test_manifest_index.py`` fails while the committed index is stale.
+``tests/unit/knowledge/sglang/test_manifest_index.py`` fails while the committed index is stale.
 """
 
 from __future__ import annotations

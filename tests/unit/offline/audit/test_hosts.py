@@ -152,7 +152,7 @@ def test_two_hosts_with_colliding_pids_in_one_real_directory_cannot_hide_a_failu
     (run / "launch.json").write_text(json.dumps(META))
     script = tmp_path / "host.py"
     script.write_text(HOST_SCRIPT)
-    src = str(Path(__file__).resolve().parents[2])
+    src = str(Path(__file__).resolve().parents[4])
     hosts = []
     for proto in ("LL", "Simple"):  # the second "host" ran without the profile's value
         cmd = f'hostname node && exec "{sys.executable}" "{script}" "{run}" {proto}'

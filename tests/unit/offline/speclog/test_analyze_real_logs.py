@@ -8,7 +8,7 @@ import pytest
 
 from sglang_eagle_nccl.offline.speclog.analyze import analyze_logs
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sglang_logs"
+FIX = Path(__file__).resolve().parents[3] / "fixtures" / "sglang_logs"
 
 
 def _one(name: str, **kw):

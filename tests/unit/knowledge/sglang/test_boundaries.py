@@ -19,7 +19,7 @@ from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 from sglang_eagle_nccl.knowledge.sglang import callgraph, patchsets
 
 FACTS = toml_loads(
-    (Path(__file__).resolve().parents[1] / "fixtures" / "sglang_facts" / "resolution.toml").read_text("utf-8")
+    (Path(__file__).resolve().parents[3] / "fixtures" / "sglang_facts" / "resolution.toml").read_text("utf-8")
 )
 RESOLUTION = {r["version"]: r for r in FACTS["release"]}
 

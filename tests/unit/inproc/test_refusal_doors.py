@@ -1,5 +1,5 @@
 """Each door's refusal, in this process (inproc/refusal.py): recorded, the environment withdrawn, said once,
-and the door's own action. tests/unit/test_doors.py proves the same in fresh interpreters that activated
+and the door's own action. tests/unit/inproc/test_doors.py proves the same in fresh interpreters that activated
 for real; here every decision of ``refuse`` is reached in-process, so the plain tier (and mutation
 testing, which cannot follow a child process) holds each one.
 """

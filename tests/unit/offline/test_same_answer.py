@@ -26,7 +26,7 @@ from sglang_eagle_nccl.contract.native_location import present
 from sglang_eagle_nccl.inproc.boot.activation import plan
 from sglang_eagle_nccl.profile.resolve import resolve
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 ACTIVATE = """
     import json, os

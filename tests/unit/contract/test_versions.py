@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from sglang_eagle_nccl.contract import versions
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ import pytest
 
 from sglang_eagle_nccl.contract import handoff
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MESSAGES = ["", "a", "73656e33", "0123456789abcdef" * 40, "x" * 63, "x" * 64, "x" * 65, "x" * 1000]
 
 

@@ -22,7 +22,7 @@ from sglang_eagle_nccl.contract import manifests as manifest_index
 from sglang_eagle_nccl.knowledge.sglang import manifest_index as index_writer
 from sglang_eagle_nccl.knowledge.sglang import patchsets
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 MANIFESTS = REPO / "patches"
 # Where the imported package lives (the checkout, or the tree a tool copied it to).
 PACKAGE = Path(sglang_eagle_nccl.__file__).resolve().parent

@@ -3,7 +3,7 @@ apply writes, the rollback behind "os.environ is exactly as it was", and the nat
 (whose plugin NCCL loads, the tuner rules handed to the C tuner, configured once per expectation).
 
 In-process on the real os.environ (support/inproc.py puts everything back), so every decision is reached
-by the plain tier; tests/unit/test_doors.py and test_handoff.py prove the same in fresh interpreters.
+by the plain tier; tests/unit/inproc/test_doors.py and test_handoff.py prove the same in fresh interpreters.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
     import importlib.util
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[4]
     spec = importlib.util.spec_from_file_location("matrix", repo / "ci" / "matrix.py")
     matrix = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(matrix)
@@ -295,7 +295,7 @@ def test_the_tested_lists_are_exactly_the_matrix_releases():
 
     from sglang_eagle_nccl.knowledge._toml import loads
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[4]
     releases = [r["version"] for r in loads((repo / "ci" / "versions.toml").read_text("utf-8"))["release"]]
     sets = patchsets.load_manifests()
     assert sorted(t for s in sets for t in s.tested) == sorted(releases), "run `python ci/matrix.py --sync`"
@@ -310,7 +310,7 @@ def _matrix_module():
     import importlib.util
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[4]
     spec = importlib.util.spec_from_file_location("matrix_under_test", repo / "ci" / "matrix.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

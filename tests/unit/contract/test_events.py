@@ -16,7 +16,7 @@ from pathlib import Path
 from sglang_eagle_nccl.contract import events
 from sglang_eagle_nccl.offline.audit.judge import JUDGES
 
-PKG = Path(__file__).resolve().parents[2] / "sglang_eagle_nccl"
+PKG = Path(__file__).resolve().parents[3] / "sglang_eagle_nccl"
 WRITER_CALLS = {"record", "write"}
 
 

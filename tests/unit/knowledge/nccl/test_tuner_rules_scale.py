@@ -28,7 +28,7 @@ from sglang_eagle_nccl.knowledge.nccl.tuner_rules import (
     matches,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 
 
 def rule(lo: int, hi: int | None, nranks=None, nnodes=None, group=None, protocol="LL") -> TunerRule:

@@ -21,7 +21,7 @@ from sglang_eagle_nccl.offline.speclog.analyze import (
     reports_to_json,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sglang_logs"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sglang_logs"
 V043 = FIXTURES / "sglang-0.4.3_tp2_baseline_then_eagle.log"
 V054 = FIXTURES / "sglang-0.5.4_tp8_eagle3_disable_cuda_graph.log"
 V0510_BASE = FIXTURES / "sglang-0.5.10_tp8_baseline.log"

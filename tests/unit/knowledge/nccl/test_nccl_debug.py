@@ -23,7 +23,7 @@ from sglang_eagle_nccl.knowledge.nccl.debug_log import (
     pid_host_from_filename,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "nccl_logs"
 P = "gpu-node-0:41231:41231 [0] NCCL INFO "  # a 2.27 INFO prefix for synthetic lines
 
 

@@ -18,7 +18,7 @@ from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 from sglang_eagle_nccl.knowledge.sglang import manifest_index as index_writer
 from sglang_eagle_nccl.knowledge.sglang import patchsets
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 MANIFESTS = REPO / "patches"
 
 

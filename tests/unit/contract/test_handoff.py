@@ -19,7 +19,7 @@ from sglang_eagle_nccl.contract import handoff as wire
 from sglang_eagle_nccl.contract.findings import ProfileError
 from sglang_eagle_nccl.profile.resolve import decode_handoff, resolve
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _data(**env: str) -> dict:
