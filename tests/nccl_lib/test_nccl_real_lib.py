@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from sglang_eagle_nccl.knowledge.nccl.debug_log import NcclProcessLog, compare, parse_dir
+from sglang_eagle_nccl.knowledge.nccl.debug_log import NcclProcessLog, parse_dir
+from sglang_eagle_nccl.knowledge.nccl.debug_log_check import compare
 
 pytestmark = pytest.mark.nccl_lib
 

@@ -1,7 +1,7 @@
 """How NCCL's C code turns a string into a number or a path level: the one copy of both rules.
 
 Every check of a profile value (:mod:`.parsing`) and every comparison with what NCCL logged
-(:mod:`.debug_log`) asks this module, so the two can never read one string two ways.
+(:mod:`.debug_log_check`) asks this module, so the two can never read one string two ways.
 
 Numbers. ``ncclLoadParam`` (NCCL ``src/misc/param.cc``) reads every ``NCCL_PARAM`` with
 ``strtoll(str, nullptr, 0)`` and keeps its default when ``errno`` is set (ERANGE): leading C

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sglang_eagle_nccl.knowledge.nccl.debug_log import compare, format_text, parse_dir
+from sglang_eagle_nccl.knowledge.nccl.debug_log import parse_dir
+from sglang_eagle_nccl.knowledge.nccl.debug_log_check import compare, format_text
 from sglang_eagle_nccl.offline.audit.judge import ENV_EVENTS, Report, expectations
 from sglang_eagle_nccl.offline.audit.read import read_launches
 

@@ -3,7 +3,7 @@
 ``strtoll0`` is compared with the C library's own ``strtoll`` (through ctypes) on the bounds of
 a long long in every base, one past each bound, and on generated strings; the level rule follows
 ``ncclGetLevel`` in NCCL's ``src/graph/paths.cc`` (cited in the module). The profile checks
-(``parsing``) and the debug-log comparison (``debug_log``) must read every value the same way.
+(``parsing``) and the debug-log comparison (``debug_log_check``) must read every value the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sglang_eagle_nccl.knowledge.nccl import c_reading as c
 from sglang_eagle_nccl.knowledge.nccl import parsing
-from sglang_eagle_nccl.knowledge.nccl.debug_log import _agree, _level_name, _strtoll
+from sglang_eagle_nccl.knowledge.nccl.debug_log_check import _agree, _level_name, _strtoll
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.strtoll.restype = ctypes.c_longlong

@@ -1,4 +1,5 @@
-"""Tests for sglang_eagle_nccl.knowledge.nccl.debug_log (parser of NCCL debug output + comparison).
+"""Tests for sglang_eagle_nccl.knowledge.nccl.debug_log (parser of NCCL debug output) and
+debug_log_check (its comparison).
 
 Fixtures in tests/fixtures/nccl_logs are written from NCCL's format strings (each file cites
 them) except nccl.vm.*.log, which are real captures from libnccl 2.32.3 on a CPU machine.
@@ -14,14 +15,13 @@ import pytest
 
 from sglang_eagle_nccl.knowledge.nccl.debug_log import (
     NcclProcessLog,
-    compare,
-    format_text,
     merge_logs,
     parse_dir,
     parse_file,
     parse_text,
     pid_host_from_filename,
 )
+from sglang_eagle_nccl.knowledge.nccl.debug_log_check import compare, format_text
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "nccl_logs"
 P = "gpu-node-0:41231:41231 [0] NCCL INFO "  # a 2.27 INFO prefix for synthetic lines
