@@ -61,7 +61,9 @@ def sizes(
     --profile, the tuner rule each all-reduce matches (the plugin's model of its C tuner: the native
     tests prove both answer alike; `sglang-eagle-nccl tuner --model-config` asks the library itself).
     """
-    from sglang_eagle_nccl.offline.sizes import SizesError, format_size_report, size_report
+    from sglang_eagle_nccl.offline.sizes.render import format_size_report
+    from sglang_eagle_nccl.offline.sizes.report import size_report
+    from sglang_eagle_nccl.offline.sizes.shape import SizesError
 
     flags = {
         "interconnect": interconnect,
@@ -84,7 +86,7 @@ def sizes(
     except SizesError as exc:
         fail_input(str(exc), as_json=as_json, findings=exc.findings)
     if profiles:
-        from sglang_eagle_nccl.offline.sizes import add_tuner_rules
+        from sglang_eagle_nccl.offline.sizes.report import add_tuner_rules
 
         profile = resolve_or_exit(profiles, (), as_json=as_json).profile
         add_tuner_rules(report, profile, tp_size=tp_size, nnodes=nnodes)

@@ -164,8 +164,11 @@ def _model_sizes(rules: list[Any], abi: int, model_config: str, *, nranks: int, 
                  chunked_prefill_size: int | None, sglang_version: str | None, as_json: bool) -> None:
     """The all-reduces of a model's decode / EAGLE / prefill steps, their path, and the tuner's answer."""
     from sglang_eagle_nccl.contract.versions import installed_sglang_version
+    from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import fmt_bytes
     from sglang_eagle_nccl.native import library
-    from sglang_eagle_nccl.offline.sizes import SizesError, fmt_bytes, format_size_report, size_report
+    from sglang_eagle_nccl.offline.sizes.render import format_size_report
+    from sglang_eagle_nccl.offline.sizes.report import size_report
+    from sglang_eagle_nccl.offline.sizes.shape import SizesError
 
     installed = sglang_version if sglang_version is not None else installed_sglang_version()
     try:

@@ -129,7 +129,8 @@ def test_tuner_model_config_text_output(tmp_path):
     res = _tuner(tmp_path, *SHAPE, "--sglang-version", "0.5.23")
     assert res.exit_code == 0, res.output
     out = json.loads(_tuner(tmp_path, *SHAPE, "--sglang-version", "0.5.23", "--json").output)
-    from sglang_eagle_nccl.offline.sizes import fmt_bytes, format_size_report
+    from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import fmt_bytes
+    from sglang_eagle_nccl.offline.sizes.render import format_size_report
 
     report = format_size_report(out["sizes"])
     assert res.output.startswith(

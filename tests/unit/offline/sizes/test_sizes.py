@@ -8,13 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from sglang_eagle_nccl.cli.main import main
-from sglang_eagle_nccl.offline.sizes import (
-    SizesError,
-    format_size_report,
-    model_shape,
-    predict_path,
-    size_report,
-)
+from sglang_eagle_nccl.offline.sizes.paths import predict_path
+from sglang_eagle_nccl.offline.sizes.render import format_size_report
+from sglang_eagle_nccl.offline.sizes.report import size_report
+from sglang_eagle_nccl.offline.sizes.shape import SizesError, model_shape
 
 KiB, MiB = 1024, 1024 * 1024
 
