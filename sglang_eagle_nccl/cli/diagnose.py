@@ -80,7 +80,8 @@ def analyze(logs: tuple[str, ...], audit_dir: str | None, baseline_decode_ms: fl
     has to beat, and the likely bottleneck (verify without CUDA graph, cycle too slow for the
     accept length, NCCL profile not in force on some rank ...).
     """
-    from sglang_eagle_nccl.offline.speclog.analyze import analyze_logs, format_text, reports_to_json
+    from sglang_eagle_nccl.offline.speclog.analyze import analyze_logs
+    from sglang_eagle_nccl.offline.speclog.render import format_text, reports_to_json
 
     problems: list[str] = []
     if audit_dir:

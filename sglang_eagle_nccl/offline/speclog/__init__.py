@@ -1,4 +1,5 @@
-"""Speculative-decoding diagnosis from SGLang's logs (`analyze`) and the break-even estimate (`estimate`).
+"""Speculative-decoding diagnosis from SGLang's logs (`analyze`: read by parse, judged by analyze, shown by
+render) and the break-even estimate (`estimate`).
 
 This file imports nothing: importing a subpackage costs nothing.
 """

@@ -1,4 +1,5 @@
-"""Tests for sglang_eagle_nccl.offline.speclog.analyze (SGLang server-log parsing and per-run diagnosis).
+"""Tests for sglang_eagle_nccl.offline.speclog: parse (SGLang server-log parsing), analyze (per-run diagnosis)
+and render (text, JSON).
 
 Fixtures in tests/fixtures/sglang_logs are written from the format strings of the real
 SGLang wheels; each names the source file and line of every format it uses.
@@ -13,13 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.offline.speclog.analyze import (
-    RunReport,
-    analyze_logs,
-    format_text,
-    parse_log_lines,
-    reports_to_json,
-)
+from sglang_eagle_nccl.offline.speclog.analyze import analyze_logs, parse_log_lines
+from sglang_eagle_nccl.offline.speclog.parse import RunReport
+from sglang_eagle_nccl.offline.speclog.render import format_text, reports_to_json
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sglang_logs"
 V043 = FIXTURES / "sglang-0.4.3_tp2_baseline_then_eagle.log"
