@@ -22,6 +22,7 @@ import inspect
 import pytest
 from packaging.version import Version
 
+from sglang_eagle_nccl.inproc.evidence import allreduce_readers as rd
 from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 from support import allreduce_ranks
 
@@ -267,6 +268,6 @@ def test_v2_thresholds_read_from_sglangs_own_config_objects(sglang_version):
     if "world_size" in inspect.signature(type(config.graph).clip).parameters:
         kwargs["world_size"] = 8
     clipped = config.clip(**kwargs)  # what CustomAllReduceV2.__init__ stores as self.config
-    text = ap._v2_carries(None, clipped, sglang_version)
+    text = rd._v2_carries(None, clipped, sglang_version)
     assert f"up to {ap.fmt_bytes(cap)} in CUDA graphs and {ap.fmt_bytes(cap)} eager" in text
     assert f"one-shot push up to {ap.fmt_bytes(config.graph.one_shot_push_threshold)}" in text

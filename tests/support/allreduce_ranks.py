@@ -22,7 +22,7 @@ from support.rank_runner import collect_results, free_port
 def _describe_at_creation(described: list[dict[str, Any]]) -> None:
     from sglang.srt.distributed import parallel_state as ps
 
-    from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import describe_group
+    from sglang_eagle_nccl.inproc.evidence.allreduce_readers import describe_group
 
     original = ps.GroupCoordinator.__init__
 
@@ -36,7 +36,7 @@ def _describe_at_creation(described: list[dict[str, Any]]) -> None:
 def _try_construct(tp: Any) -> dict[str, Any]:
     """Build SGLang's communicator classes on the tp group's real gloo cpu_group, as SGLang's
     GroupCoordinator does; record for each whether SGLang's constructor allows it on CPU."""
-    from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import describe_group
+    from sglang_eagle_nccl.inproc.evidence.allreduce_readers import describe_group
 
     built: dict[str, Any] = {}
     attempts = []
@@ -107,7 +107,8 @@ def _rank(rank: int, world: int, port: int, env: dict[str, str], q: Any) -> None
             device="cpu",
             dist_port=port,
         )
-        from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import describe_group, format_paths
+        from sglang_eagle_nccl.inproc.evidence.allreduce_readers import describe_group
+        from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import format_paths
 
         later = {d["unique_name"]: d for d in (describe_group(g) for g in known_groups())}
         tp = next(g for g in known_groups() if getattr(g, "unique_name", "").startswith("tp:"))

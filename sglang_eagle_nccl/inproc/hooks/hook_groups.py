@@ -123,7 +123,7 @@ def group_created(original: Callable[..., Any], instance: Any, args: tuple, kwar
     device_backend = _backend_name(getattr(instance, "device_group", None))
     nccl_device = "nccl" in str(device_backend or backend or "").lower()
     _note_first_comm(env_at_creation)
-    from sglang_eagle_nccl.knowledge.sglang.allreduce_paths import describe_group
+    from sglang_eagle_nccl.inproc.evidence.allreduce_readers import describe_group
 
     record(
         "group_created",

@@ -117,7 +117,7 @@ def test_no_module_defines_its_own_version_helper():
         "normalize_version": ["sglang_eagle_nccl/knowledge/sglang/allreduce_paths.py"],
         "_installed_sglang": [
             "sglang_eagle_nccl/cli/sizes.py",
-            "sglang_eagle_nccl/knowledge/sglang/allreduce_paths.py",
+            "sglang_eagle_nccl/inproc/evidence/allreduce_readers.py",
         ],
         "package_version": ["sglang_eagle_nccl/offline/doctor.py"],
     }

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from sglang_eagle_nccl.cli.main import main
+from sglang_eagle_nccl.inproc.evidence import allreduce_readers as rd
 from sglang_eagle_nccl.knowledge.nccl.tuner_rules import SIZE_T_MAX, check_rules, parse_rules
 from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 from sglang_eagle_nccl.offline.launch.env_formats import dotenv_safe
@@ -110,24 +111,24 @@ def test_non_table_and_non_list_refusals_have_rule_and_fix():
 
 
 def test_an_absent_communicator_has_no_class():
-    e = ap.describe_group(group(ca_comm=None), sglang_version="0.5.23")["implementations"]["custom_allreduce"]
+    e = rd.describe_group(group(ca_comm=None), sglang_version="0.5.23")["implementations"]["custom_allreduce"]
     assert e["class"] is None and e["present"] is False
 
 
 def test_a_v2_object_without_a_config_is_judged_by_its_max_size_not_by_nvlink():
     v2 = CustomAllReduceV2(disabled=False, max_size=MiB, full_nvlink=False)
-    e = ap.describe_group(group(ca_comm=v2, world_size=4), sglang_version="0.5.13")["implementations"][
+    e = rd.describe_group(group(ca_comm=v2, world_size=4), sglang_version="0.5.13")["implementations"][
         "custom_allreduce"
     ]
     assert e["carries"] == "sizes <= 1048576 bytes (1 MiB), multiples of 16 bytes, eager and CUDA graph"
 
 
 def test_not_created_without_a_cpu_device_says_only_why():
-    e = ap.describe_group(group(ca_comm=None, use_custom_allreduce=True), sglang_version="0.5.23")
+    e = rd.describe_group(group(ca_comm=None, use_custom_allreduce=True), sglang_version="0.5.23")
     assert e["implementations"]["custom_allreduce"]["why_not"] == (
         "not created (SGLang skipped it or its setup raised; from 0.4.6 SGLang logs 'Setup Custom allreduce failed')"
     )
-    e = ap.describe_group(group(pymscclpp_comm=None, use_pymscclpp=False), sglang_version="0.5.23")
+    e = rd.describe_group(group(pymscclpp_comm=None, use_pymscclpp=False), sglang_version="0.5.23")
     assert e["implementations"]["mscclpp"]["why_not"] == (
         "not requested for this group (use_pymscclpp=False): --enable-mscclpp not given"
     )
@@ -155,8 +156,8 @@ def test_each_tuned_threshold_can_be_the_ceiling(name):
         }
     )
     setattr(table, name, 8 * MiB)
-    assert ap._heuristic_ceiling(table, False) == 8 * MiB
-    assert ap._heuristic_ceiling(SimpleNamespace(), False) is None
+    assert rd._heuristic_ceiling(table, False) == 8 * MiB
+    assert rd._heuristic_ceiling(SimpleNamespace(), False) is None
 
 
 def test_multicast_raises_both_ceilings_and_a_config_may_lack_fields():
@@ -165,20 +166,20 @@ def test_multicast_raises_both_ceilings_and_a_config_may_lack_fields():
     comm = CustomAllReduceV2(
         disabled=False, max_size=MiB, config=SimpleNamespace(graph=graph, eager=eager, num_mc_blocks=2)
     )
-    text = ap.describe_group(group(ca_comm=comm), sglang_version="0.5.23")["implementations"][
+    text = rd.describe_group(group(ca_comm=comm), sglang_version="0.5.23")["implementations"][
         "custom_allreduce"
     ]["carries"]
     assert text.startswith(
         "multiples of 16 bytes up to 4194304 bytes (4 MiB) in CUDA graphs and 2097152 bytes (2 MiB) eager"
     )
     bare = CustomAllReduceV2(disabled=False, max_size=MiB, config=SimpleNamespace(graph=graph, eager=eager))
-    d = ap.describe_group(group(ca_comm=bare), sglang_version="0.5.23")
+    d = rd.describe_group(group(ca_comm=bare), sglang_version="0.5.23")
     assert d["error"] is None
     assert d["implementations"]["custom_allreduce"]["carries"].startswith(
         "multiples of 16 bytes up to 1048576 bytes"
     )
     no_tables = CustomAllReduceV2(disabled=False, max_size=MiB, config=SimpleNamespace())
-    d = ap.describe_group(group(ca_comm=no_tables), sglang_version="0.5.23")
+    d = rd.describe_group(group(ca_comm=no_tables), sglang_version="0.5.23")
     assert d["error"] is None and d["implementations"]["custom_allreduce"]["carries"].startswith(
         "sizes <= 1048576"
     )
@@ -188,7 +189,7 @@ def test_trt_workspace_text_follows_the_size_text():
     from support.allreduce_groups import CustomAllreduce
 
     ca = CustomAllreduce(disabled=False, max_size=MiB, max_required_workspace_size=[2 * MiB, MiB])
-    carries = ap.describe_group(group(ca_comm=ca), sglang_version="0.4.3")["implementations"][
+    carries = rd.describe_group(group(ca_comm=ca), sglang_version="0.4.3")["implementations"][
         "custom_allreduce"
     ]["carries"]
     assert carries.startswith("sizes ") and carries.endswith(
@@ -197,7 +198,7 @@ def test_trt_workspace_text_follows_the_size_text():
 
 
 def test_odd_stored_values_are_not_taken():
-    e = ap.describe_group(
+    e = rd.describe_group(
         group(pcie_ipc_comm=Stored(disabled=False, max_numel="big")), sglang_version="0.5.23"
     )
     assert e["implementations"]["pcie_ipc"]["thresholds"]["max_numel"] is None
@@ -207,7 +208,7 @@ def test_odd_stored_values_are_not_taken():
         qr_quant_level=SimpleNamespace(name="FP"),
         _QR_MIN_SIZE={("x", 2): [1]},
     )
-    d = ap.describe_group(group(qr_comm=qr), sglang_version="0.5.23")
+    d = rd.describe_group(group(qr_comm=qr), sglang_version="0.5.23")
     assert d["error"] is None and "min_bytes" not in d["implementations"]["quick_allreduce"]["thresholds"]
 
 
@@ -238,12 +239,12 @@ def test_plain_converts_five_levels_of_each_kind_and_shows_the_sixth_as_repr(kin
     for level in range(5):
         value = wrap(value)
         expected = converted(expected, innermost=level == 0)  # depth 5 and below: every value a repr
-    assert ap._plain(value) == expected
-    assert ap._plain(wrap(None)) == converted(None)
+    assert rd._plain(value) == expected
+    assert rd._plain(wrap(None)) == converted(None)
 
 
 def test_format_paths_details():
-    d = ap.describe_group(
+    d = rd.describe_group(
         full_gpu_group(pynccl_comm=Stored(available=False, world_size=2)), sglang_version="0.5.23"
     )
     symm_step = next(s for s in d["order"] if s["path"] == "pynccl_symm_mem")
@@ -338,7 +339,7 @@ class ClassHoldsPlainObject:
 
 
 def test_peek_returns_a_plain_object_stored_on_the_class():
-    assert ap._peek(ClassHoldsPlainObject(), "holder") is ClassHoldsPlainObject.holder
+    assert rd._peek(ClassHoldsPlainObject(), "holder") is ClassHoldsPlainObject.holder
 
 
 def test_a_v1_object_with_a_config_is_read_as_v2_even_without_full_nvlink():
@@ -347,14 +348,14 @@ def test_a_v1_object_with_a_config_is_read_as_v2_even_without_full_nvlink():
     ca = CustomAllreduce(
         disabled=False, max_size=MiB, full_nvlink=False, config=SimpleNamespace(graph=None, eager=None)
     )
-    carries = ap.describe_group(group(ca_comm=ca, world_size=4), sglang_version="0.5.23")["implementations"][
+    carries = rd.describe_group(group(ca_comm=ca, world_size=4), sglang_version="0.5.23")["implementations"][
         "custom_allreduce"
     ]["carries"]
     assert carries == "sizes <= 1048576 bytes (1 MiB), multiples of 16 bytes, eager and CUDA graph"
 
 
 def test_readers_keep_only_well_typed_values_and_name_their_flags():
-    d = ap.describe_group(
+    d = rd.describe_group(
         group(
             _fi_workspace_hint=5,
             pynccl_comm=None,
@@ -375,17 +376,17 @@ def test_readers_keep_only_well_typed_values_and_name_their_flags():
 
 def test_summary_names_the_backend_and_joins_bypasses():
     cpu = {"device": "cpu", "device_group_backend": "gloo", "implementations": {}}
-    assert "torch.distributed on the device group (gloo)" in ap._summary(cpu)
+    assert "torch.distributed on the device group (gloo)" in rd._summary(cpu)
     gpu = {
         "device": "cuda:0",
         "device_group_backend": "gloo",
         "implementations": {"pynccl": {"present": True}},
     }
-    assert ap._summary(gpu) == (
+    assert rd._summary(gpu) == (
         "no all-reduce bypasses NCCL; nothing reaches NCCL here (device group backend gloo, "
         "PyNccl unavailable)"
     )
-    assert ap._summary({"world_size": 2}) == (
+    assert rd._summary({"world_size": 2}) == (
         "no all-reduce bypasses NCCL; nothing reaches NCCL here (device group backend unknown, PyNccl absent)"
     )
     two = {
@@ -395,15 +396,15 @@ def test_summary_names_the_backend_and_joins_bypasses():
             "pynccl": {"enabled": True},
         }
     }
-    assert ap._summary(two) == "outside NCCL: A (a); B (b); the rest reaches NCCL: PyNccl inside CUDA graphs"
+    assert rd._summary(two) == "outside NCCL: A (a); B (b); the rest reaches NCCL: PyNccl inside CUDA graphs"
 
 
 def test_an_unknown_step_state_shows_a_question_mark_and_nothing_else(monkeypatch):
     def boom(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(ap, "_read_pcie_ipc", boom)
-    d = ap.describe_group(full_gpu_group(), sglang_version="0.5.23")
+    monkeypatch.setattr(rd, "_read_pcie_ipc", boom)
+    d = rd.describe_group(full_gpu_group(), sglang_version="0.5.23")
     index = next(i for i, s in enumerate(d["order"], 1) if s["path"] == "pcie_ipc")
     line = next(ln for ln in ap.format_paths(d) if ln.strip().startswith(f"{index}. "))
     assert line.endswith("  ?    ") and "PCIe" in line
@@ -646,4 +647,4 @@ def test_plain_reads_an_unset_dataclass_field_as_none():
         a: int = 1
         later: int = field(init=False)
 
-    assert ap._plain(Lazy()) == {"a": 1, "later": None}
+    assert rd._plain(Lazy()) == {"a": 1, "later": None}

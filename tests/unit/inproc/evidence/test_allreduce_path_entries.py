@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import pytest
 
+from sglang_eagle_nccl.inproc.evidence import allreduce_readers as rd
 from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 from support.allreduce_groups import CustomAllreduce, Device, Stored, full_gpu_group, group, tuned
 
@@ -47,7 +48,7 @@ ENTRY_KEYS = {
 
 
 def describe(g, version="0.5.23"):
-    return ap.describe_group(g, sglang_version=version)
+    return rd.describe_group(g, sglang_version=version)
 
 
 def test_the_record_has_exactly_the_keys_the_audit_reads():
@@ -173,7 +174,7 @@ def test_a_reader_that_fails_is_named_and_the_rest_is_still_described(monkeypatc
     def boom(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(ap, "_read_pcie_ipc", boom)
+    monkeypatch.setattr(rd, "_read_pcie_ipc", boom)
     d = describe(full_gpu_group())
     assert d["error"] == "pcie_ipc: RuntimeError: boom"
     assert "pcie_ipc" not in d["implementations"] and "custom_allreduce" in d["implementations"]
@@ -181,14 +182,14 @@ def test_a_reader_that_fails_is_named_and_the_rest_is_still_described(monkeypatc
     assert step["active"] is None  # unknown, not off
     lines = ap.format_paths(d)
     assert any(ln.endswith("?   ") or " ?   " in ln for ln in lines)
-    monkeypatch.setattr(ap, "_read_other_accelerators", boom)
-    monkeypatch.setattr(ap, "_summary", boom)
+    monkeypatch.setattr(rd, "_read_other_accelerators", boom)
+    monkeypatch.setattr(rd, "_summary", boom)
     d = describe(full_gpu_group())
     assert d["error"] == (
         "pcie_ipc: RuntimeError: boom; other accelerators: RuntimeError: boom; summary: RuntimeError: boom"
     )
     assert d["takes_everything"] == [] and d["summary"] is None
-    monkeypatch.setattr(ap, "dispatch_for", boom)
+    monkeypatch.setattr(rd, "dispatch_for", boom)
     assert describe(full_gpu_group())["error"].startswith(
         "pcie_ipc: RuntimeError: boom; other accelerators: "
         "RuntimeError: boom; dispatch order: RuntimeError: boom; SGLang 0.5.23 is older"
@@ -199,7 +200,7 @@ def test_a_failure_outside_every_reader_is_reported_not_raised(monkeypatch):
     def boom(*args):
         raise KeyError("k")
 
-    monkeypatch.setattr(ap, "_peek", boom)
+    monkeypatch.setattr(rd, "_peek", boom)
     d = describe(full_gpu_group())
     assert d["error"] == "KeyError: 'k'" and set(d) == KEYS
 
@@ -228,11 +229,11 @@ class WithClassValues:
 def test_peek_reads_stored_values_only():
     obj = WithClassValues()
     obj.own = 3
-    assert ap._peek(obj, "own") == 3 and ap._peek(obj, "limit") == 7 and ap._peek(obj, "names") == ("a",)
-    assert ap._peek(obj, "method", "d") == "d" and ap._peek(obj, "prop", "d") == "d"
-    assert ap._peek(obj, "missing", "d") == "d" and ap._peek(None, "x", "d") == "d"
-    assert ap._peek(5, "real", "d") == "d"  # a descriptor of int's type: not a stored value
-    assert ap._has(obj, "own") and not ap._has(obj, "missing") and not ap._has(obj, "method")
+    assert rd._peek(obj, "own") == 3 and rd._peek(obj, "limit") == 7 and rd._peek(obj, "names") == ("a",)
+    assert rd._peek(obj, "method", "d") == "d" and rd._peek(obj, "prop", "d") == "d"
+    assert rd._peek(obj, "missing", "d") == "d" and rd._peek(None, "x", "d") == "d"
+    assert rd._peek(5, "real", "d") == "d"  # a descriptor of int's type: not a stored value
+    assert rd._has(obj, "own") and not rd._has(obj, "missing") and not rd._has(obj, "method")
 
 
 class Pair(NamedTuple):
@@ -251,23 +252,23 @@ class Level:
 
 
 def test_plain_makes_stored_values_json_safe():
-    assert ap._plain(Pair(1, "x")) == {"a": 1, "b": "x"}
-    assert ap._plain(Box(Pair(2, "y"))) == {"inner": {"a": 2, "b": "y"}, "n": 1}
-    assert ap._plain([1, (2, 3), {4}]) == [1, [2, 3], [4]]
-    assert ap._plain({1: (1,), "k": None}) == {"1": [1], "k": None}
-    assert ap._plain(Level()) == "INT4" and ap._plain(True) is True and ap._plain(1.5) == 1.5
+    assert rd._plain(Pair(1, "x")) == {"a": 1, "b": "x"}
+    assert rd._plain(Box(Pair(2, "y"))) == {"inner": {"a": 2, "b": "y"}, "n": 1}
+    assert rd._plain([1, (2, 3), {4}]) == [1, [2, 3], [4]]
+    assert rd._plain({1: (1,), "k": None}) == {"1": [1], "k": None}
+    assert rd._plain(Level()) == "INT4" and rd._plain(True) is True and rd._plain(1.5) == 1.5
     marker = object()
-    assert ap._plain(marker) == repr(marker)
+    assert rd._plain(marker) == repr(marker)
     deep = [[[[[["bottom"]]]]]]
-    assert ap._plain(deep) == [[[[["['bottom']"]]]]]  # below four levels: the repr
-    assert ap._plain([[[["x"]]]]) == [[[["x"]]]]
+    assert rd._plain(deep) == [[[[["['bottom']"]]]]]  # below four levels: the repr
+    assert rd._plain([[[["x"]]]]) == [[[["x"]]]]
 
 
 def test_device_kind():
-    assert ap._device_kind(group(device=Device(type="cuda"))) == "cuda"
-    assert ap._device_kind(group(device="cpu")) == "cpu"
-    assert ap._device_kind(group(device=Stored(type=3))) is not None
-    assert ap._device_kind(group(device=None)) is None
+    assert rd._device_kind(group(device=Device(type="cuda"))) == "cuda"
+    assert rd._device_kind(group(device="cpu")) == "cpu"
+    assert rd._device_kind(group(device=Stored(type=3))) is not None
+    assert rd._device_kind(group(device=None)) is None
 
 
 @pytest.mark.parametrize(
@@ -291,10 +292,10 @@ def test_at_least_and_version_order():
     from packaging.version import Version
 
     assert (
-        ap._at_least(Version("0.5.20"), "0.5.20") is True
-        and ap._at_least(Version("0.5.19"), "0.5.20") is False
+        rd._at_least(Version("0.5.20"), "0.5.20") is True
+        and rd._at_least(Version("0.5.19"), "0.5.20") is False
     )
-    assert ap._at_least(None, "0.5.20") is None
+    assert rd._at_least(None, "0.5.20") is None
     assert ap.normalize_version(ap.normalize_version("0.5.4.post3")) == Version("0.5.4.post3")
 
 

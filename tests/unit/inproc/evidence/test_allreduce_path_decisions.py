@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from sglang_eagle_nccl.inproc.evidence import allreduce_readers as rd
 from sglang_eagle_nccl.knowledge.sglang import allreduce_paths as ap
 from support.allreduce_groups import (
     CustomAllreduce,
@@ -26,7 +27,7 @@ _full_gpu_group = full_gpu_group
 
 
 def impl(g, path: str, version: str = "0.5.23") -> dict:
-    return ap.describe_group(g, sglang_version=version)["implementations"][path]
+    return rd.describe_group(g, sglang_version=version)["implementations"][path]
 
 
 # --- custom all-reduce ---------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ def test_custom_allreduce_v1_without_a_readable_max_size():
 
 def test_custom_allreduce_v1_with_an_unknown_release_names_both_comparisons():
     ca = CustomAllreduce(disabled=False, max_size=MiB)
-    e = ap.describe_group(group(ca_comm=ca), sglang_version="not a version")["implementations"][
+    e = rd.describe_group(group(ca_comm=ca), sglang_version="not a version")["implementations"][
         "custom_allreduce"
     ]
     assert e["carries"].startswith("sizes <= or < 1048576 bytes")
@@ -330,18 +331,18 @@ def test_torch_process_group_without_torch_loaded():
 
 def test_torch_process_group_backend_decides_nccl(monkeypatch):
     # torch's answer for the group's backend, as torch.distributed.get_backend gives it in a GPU process
-    monkeypatch.setattr(ap, "_backend_of", lambda device_group: getattr(device_group, "backend", None))
-    d = ap.describe_group(group(device_group=Stored(backend="nccl")), sglang_version="0.5.23")
+    monkeypatch.setattr(rd, "_backend_of", lambda device_group: getattr(device_group, "backend", None))
+    d = rd.describe_group(group(device_group=Stored(backend="nccl")), sglang_version="0.5.23")
     e = d["implementations"]["torch_pg"]
     assert e["nccl"] is True and e["thresholds"] == {"backend": "nccl"}
     assert e["carries"].endswith("; NCCL communicator created lazily by torch at the first collective")
     assert d["device_group_backend"] == "nccl" and d["device_group_is_nccl"] is True
-    d = ap.describe_group(group(device_group=Stored(backend="gloo")), sglang_version="0.5.23")
+    d = rd.describe_group(group(device_group=Stored(backend="gloo")), sglang_version="0.5.23")
     assert d["implementations"]["torch_pg"]["nccl"] is False and d["device_group_is_nccl"] is False
 
 
 def test_other_accelerators_take_everything_only_when_enabled():
-    d = ap.describe_group(
+    d = rd.describe_group(
         group(
             hpu_communicator=Stored(disabled=False),
             xpu_communicator=Stored(disabled=True),
@@ -357,7 +358,7 @@ def test_other_accelerators_take_everything_only_when_enabled():
 
 
 def test_group_fields():
-    d = ap.describe_group(
+    d = rd.describe_group(
         group(unique_name="attention_tp:12", world_size=4, rank=7, rank_in_group="x"),
         sglang_version="0.5.24rc1",
     )
@@ -369,12 +370,12 @@ def test_group_fields():
         None,
     )
     assert d["device"] == "cuda:0" and d["sglang_version"] == "0.5.24rc1" and d["error"] is None
-    d = ap.describe_group(group(unique_name=5, world_size="2"), sglang_version="0.5.23")
+    d = rd.describe_group(group(unique_name=5, world_size="2"), sglang_version="0.5.23")
     assert d["group"] is None and d["unique_name"] is None and d["world_size"] is None
 
 
 def test_order_marks_each_step_active_or_not():
-    d = ap.describe_group(_full_gpu_group(), sglang_version="0.5.23")
+    d = rd.describe_group(_full_gpu_group(), sglang_version="0.5.23")
     steps = {s["path"]: s for s in d["order"]}
     assert d["order_source"] and d["order"][-1]["path"] == "torch_pg"
     assert steps["custom_allreduce"]["active"] is True and steps["pcie_ipc"]["active"] is False
@@ -382,43 +383,43 @@ def test_order_marks_each_step_active_or_not():
     assert steps["pynccl_symm_mem"]["active"] is False  # PyNccl is on, --enable-symm-mem is not
     assert steps["pynccl_symm_mem"]["implementation"] == "pynccl"
     assert steps["pynccl_symm_mem"]["unless"] == ["mscclpp", "custom_allreduce"]
-    symm = ap.describe_group(
+    symm = rd.describe_group(
         _full_gpu_group(is_symmetric_memory_enabled=lambda: True), sglang_version="0.5.23"
     )
     assert next(s for s in symm["order"] if s["path"] == "pynccl_symm_mem")["active"] is True
-    unreadable = ap.describe_group(_full_gpu_group(is_symmetric_memory_enabled=None), sglang_version="0.5.23")
+    unreadable = rd.describe_group(_full_gpu_group(is_symmetric_memory_enabled=None), sglang_version="0.5.23")
     assert next(s for s in unreadable["order"] if s["path"] == "pynccl_symm_mem")["active"] is None
-    off = ap.describe_group(_full_gpu_group(pynccl_comm=None), sglang_version="0.5.23")
+    off = rd.describe_group(_full_gpu_group(pynccl_comm=None), sglang_version="0.5.23")
     assert next(s for s in off["order"] if s["path"] == "pynccl_symm_mem")["active"] is False
 
 
 def test_summary_of_a_gpu_group():
-    d = ap.describe_group(_full_gpu_group(), sglang_version="0.5.7")
+    d = rd.describe_group(_full_gpu_group(), sglang_version="0.5.7")
     assert d["summary"] == (
         "outside NCCL: custom all-reduce (sizes < 8388608 bytes (8 MiB), multiples of 16 bytes, eager and CUDA graph); "
         "the rest reaches NCCL: PyNccl inside CUDA graphs"
     )
-    symm = ap.describe_group(
+    symm = rd.describe_group(
         _full_gpu_group(ca_comm=None, is_symmetric_memory_enabled=lambda: True), sglang_version="0.5.7"
     )
     assert symm["summary"] == (
         "no all-reduce bypasses NCCL; every all-reduce reaches NCCL: PyNccl inside CUDA graphs "
         "and eagerly (symmetric memory)"
     )
-    nothing = ap.describe_group(
+    nothing = rd.describe_group(
         _full_gpu_group(ca_comm=None, pynccl_comm=Stored(available=False)), sglang_version="0.5.7"
     )
     assert nothing["summary"] == (
         "no all-reduce bypasses NCCL; nothing reaches NCCL here (device group backend unknown, "
         "PyNccl unavailable)"
     )
-    absent = ap.describe_group(_full_gpu_group(ca_comm=None, pynccl_comm=None), sglang_version="0.5.7")
+    absent = rd.describe_group(_full_gpu_group(ca_comm=None, pynccl_comm=None), sglang_version="0.5.7")
     assert absent["summary"].endswith("PyNccl absent)")
 
 
 def test_summary_with_torch_nccl(monkeypatch):
-    monkeypatch.setattr(ap, "_backend_of", lambda device_group: "nccl")  # what torch says for an NCCL group
-    d = ap.describe_group(_full_gpu_group(ca_comm=None), sglang_version="0.5.7")
+    monkeypatch.setattr(rd, "_backend_of", lambda device_group: "nccl")  # what torch says for an NCCL group
+    d = rd.describe_group(_full_gpu_group(ca_comm=None), sglang_version="0.5.7")
     assert d["summary"] == (
         "no all-reduce bypasses NCCL; every all-reduce reaches NCCL: PyNccl inside CUDA graphs, "
         "torch ProcessGroupNCCL eagerly"
@@ -426,23 +427,23 @@ def test_summary_with_torch_nccl(monkeypatch):
 
 
 def test_summary_of_one_rank_and_of_a_cpu_group():
-    assert ap.describe_group(_full_gpu_group(world_size=1), sglang_version="0.5.23")["summary"] == (
+    assert rd.describe_group(_full_gpu_group(world_size=1), sglang_version="0.5.23")["summary"] == (
         "one rank: SGLang performs no all-reduce on this group"
     )
-    cpu = ap.describe_group(_full_gpu_group(device="cpu"), sglang_version="0.5.23")
+    cpu = rd.describe_group(_full_gpu_group(device="cpu"), sglang_version="0.5.23")
     assert cpu["summary"].startswith("CPU device: SGLang reduces CPU tensors with its shared-memory kernel")
     assert "(unknown)" in cpu["summary"]
 
 
 def test_order_note_for_a_release_newer_than_every_checked_one():
     newest = ap._dispatch_ranges()[-1]
-    d = ap.describe_group(_full_gpu_group(), sglang_version="9.0.0")
+    d = rd.describe_group(_full_gpu_group(), sglang_version="9.0.0")
     assert d["order_note"] == (
         f"SGLang 9.0.0 is newer than the newest release checked ({newest.newest_checked}); "
         "its order is assumed unchanged"
     )
     assert (
-        ap.describe_group(_full_gpu_group(), sglang_version=newest.newest_checked)["order_note"]
+        rd.describe_group(_full_gpu_group(), sglang_version=newest.newest_checked)["order_note"]
         == newest.note
     )
 
@@ -451,7 +452,7 @@ def test_order_note_for_a_release_newer_than_every_checked_one():
 
 
 def test_format_paths_lists_the_order_with_on_off_and_details():
-    d = ap.describe_group(_full_gpu_group(), sglang_version="0.5.23")
+    d = rd.describe_group(_full_gpu_group(), sglang_version="0.5.23")
     lines = ap.format_paths(d)
     assert lines[0] == (
         "all-reduce paths of group 'tp' (tp:3): 2 rank(s), device cuda:0, device group unknown "
@@ -467,15 +468,15 @@ def test_format_paths_lists_the_order_with_on_off_and_details():
 
 
 def test_format_paths_for_one_rank_unknown_order_and_errors():
-    one = ap.format_paths(ap.describe_group(_full_gpu_group(world_size=1), sglang_version="0.5.23"))
+    one = ap.format_paths(rd.describe_group(_full_gpu_group(world_size=1), sglang_version="0.5.23"))
     assert not any("order SGLang tries" in ln for ln in one) and one[-1].startswith("  => one rank")
-    unknown = ap.format_paths(ap.describe_group(_full_gpu_group(), sglang_version="bad version"))
+    unknown = ap.format_paths(rd.describe_group(_full_gpu_group(), sglang_version="bad version"))
     assert "  order SGLang tries: unknown for SGLang bad version" in unknown
     assert any(ln.startswith("    - custom all-reduce: on  sizes <= or < 8388608") for ln in unknown)
     assert unknown[-1].startswith(
         "  (could not read everything: SGLang version 'bad version' is not a PEP 440"
     )
     symm_unknown = ap.format_paths(
-        ap.describe_group(_full_gpu_group(is_symmetric_memory_enabled=None), sglang_version="0.5.23")
+        rd.describe_group(_full_gpu_group(is_symmetric_memory_enabled=None), sglang_version="0.5.23")
     )
     assert any("symmetric memory state unknown" in ln for ln in symm_unknown)
