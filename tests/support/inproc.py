@@ -34,6 +34,12 @@ def fresh_process() -> Iterator[state.ProcessState]:
     said = set(log._said)
     for key in [k for k in os.environ if k.startswith(PLUGIN_PREFIXES)]:
         del os.environ[key]
+    # A fresh process's native library serves no tuner rule. The library is one per process, and a
+    # command run in-process before (`tuner`, which asks it through library.query_rules) leaves the
+    # rules it asked about in it.
+    library = sys.modules.get("sglang_eagle_nccl.native.library")
+    for loaded in list(getattr(library, "_loaded", {}).values()):
+        loaded.configure_tuner([])
     state.reset()
     log._said.clear()
     try:
