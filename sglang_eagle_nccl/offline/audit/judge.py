@@ -45,7 +45,8 @@ from sglang_eagle_nccl.offline.audit.read import (
     find_launch_dir,
     key_text,
     merge,
-    read_launch_records,
+    read_evidence,
+    refuse_if_nothing,
     unique_dirs,
 )
 
@@ -623,7 +624,10 @@ def load_report(path: str | Path | Iterable[str | Path], budget: Budget | None =
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     runs = [find_launch_dir(Path(p)) for p in paths]
     budget = budget or Budget()
-    report = judge_launch(merge(read_launch_records(run, budget) for run in unique_dirs(runs)))
+    unique = unique_dirs(runs)
+    launch = merge(read_evidence(run, budget) for run in unique)
+    refuse_if_nothing(launch, ", ".join(map(str, unique)))
+    report = judge_launch(launch)
     picked = sorted({f"newest launch under {p}: {run.name}" for p, run in zip(paths, runs, strict=True)
                      if run.resolve() != Path(p).resolve()})
     if picked:

@@ -409,13 +409,17 @@ def _dir_key(path: str) -> tuple[int, int] | str:
 
 def unique_dirs(paths: Iterable[str | Path]) -> list[Path]:
     """Each directory once (rule 2: the same directory named twice, or by two paths, is read once), named by
-    the smallest of its paths, in path order."""
+    the shortest of its paths (the first in sorted order among equals), in path order."""
     seen: dict[tuple[int, int] | str, str] = {}
     for p in paths:
         key = _dir_key(str(p))
-        if key not in seen or str(p) < seen[key]:
+        if key not in seen or _shorter(str(p), seen[key]):
             seen[key] = str(p)
     return [Path(p) for p in sorted(seen.values())]
+
+
+def _shorter(a: str, b: str) -> bool:
+    return (len(a), a) < (len(b), b)
 
 
 def _dedupe_dirs(evidence: Iterable[_DirEvidence]) -> list[_DirEvidence]:
@@ -423,7 +427,7 @@ def _dedupe_dirs(evidence: Iterable[_DirEvidence]) -> list[_DirEvidence]:
     seen: dict[tuple[int, int] | str, _DirEvidence] = {}
     for ev in evidence:
         key = _dir_key(ev.run)
-        if key not in seen or ev.run < seen[key].run:
+        if key not in seen or _shorter(ev.run, seen[key].run):
             seen[key] = ev
     return sorted(seen.values(), key=lambda e: e.run)
 
@@ -491,7 +495,9 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
     return launch
 
 
-def _refuse_if_nothing(launch: LaunchRecords, run: str) -> None:
+def refuse_if_nothing(launch: LaunchRecords, run: str) -> None:
+    """CannotJudge when the directories held record files (or things that could not be read) and not one
+    valid record: decided over the whole set, so a directory that holds only reads logs is not refused."""
     record_files = sum(d.record_files for d in launch.evidence)
     if not launch.processes and (record_files or launch.unreadable):
         lines = "; ".join(u.text() for u in launch.unreadable[:5]) + ("; ..." if len(launch.unreadable) > 5 else "")
@@ -510,9 +516,14 @@ def read_launch_records(run_dir: str | Path, budget: Budget | None = None) -> La
     listed, or when it held record files and not one valid record could be read from them.
     """
     run = Path(run_dir)
-    launch = reconcile([_read_dir(run, budget or Budget())])
-    _refuse_if_nothing(launch, str(run))
+    launch = read_evidence(run, budget or Budget())
+    refuse_if_nothing(launch, str(run))
     return launch
+
+
+def read_evidence(run_dir: str | Path, budget: Budget) -> LaunchRecords:
+    """One launch directory's evidence, judged by nothing yet (merge it with the others, then decide)."""
+    return reconcile([_read_dir(Path(run_dir), budget)])
 
 
 def merge(launches: Iterable[LaunchRecords]) -> LaunchRecords:
@@ -524,7 +535,10 @@ def merge(launches: Iterable[LaunchRecords]) -> LaunchRecords:
 def read_launches(paths: Iterable[str | Path], budget: Budget | None = None) -> LaunchRecords:
     """Every launch directory named (each a launch directory or an audit root: its newest launch), merged."""
     budget = budget or Budget()
-    return merge(read_launch_records(run, budget) for run in unique_dirs(find_launch_dir(p) for p in paths))
+    runs = unique_dirs(find_launch_dir(p) for p in paths)
+    launch = merge(read_evidence(run, budget) for run in runs)
+    refuse_if_nothing(launch, ", ".join(map(str, runs)))
+    return launch
 
 
 def read_launch(run_dir: str | Path) -> tuple[dict[str, Any], list[ProcessRecords]]:
