@@ -490,7 +490,7 @@ def read_file(path: Path, schema: Schema, budget: Budget) -> ParsedFile | Unread
     """One file of a launch directory, counted against the whole audit's budget; an Unreadable when not read."""
     budget.take("files", 1)
     try:
-        data = read_regular_file(str(path), min(MAX_RECORD_FILE_BYTES, budget.limits["bytes"]), follow_symlinks=False)
+        data = read_regular_file(str(path), MAX_RECORD_FILE_BYTES, follow_symlinks=False)
     except UnreadableFile as exc:
         return Unreadable(path.name, None, exc.reason)
     budget.take("bytes", len(data))

@@ -37,10 +37,9 @@ def _is_helper(p: ProcessVerdict) -> bool:
     return not p.loaded_sglang and p.role not in ("launcher",) and not p.sglang_rank
 
 
-def _machine_label(report: Report, machine: tuple[str, str, str]) -> str:
+def _machine_label(grouped: _ByMachine, machine: tuple[str, str, str]) -> str:
     host, boot, pidns = machine
-    same_name = [m for m in report.machines() if m[0] == host]
-    if len(same_name) == 1:
+    if grouped.host_names[host] == 1:
         return f"host {host}"
     # Several machines share the name (containers, cloned VMs): say what tells them apart.
     return f"host {host} (boot {boot[:8]}, pid namespace {pidns})"
@@ -71,6 +70,8 @@ class _ByMachine:
         self.reads: dict[tuple[str, str, str], list[dict]] = {}
         for key, r in report.nccl_reads.items():
             self.reads.setdefault(machine_of.get(r.get("process", key), ("", "", "")), []).append(r)
+        # how many machines share each host name (counted once: a cluster has thousands of machines)
+        self.host_names = Counter(m[0] for m in report.machines())
         self.eagle: dict[tuple[str, str, str], list[dict]] = {}
         for e in report.eagle:
             self.eagle.setdefault(machine_of.get(e.get("process", ""), ("", "", "")), []).append(e)
@@ -79,7 +80,7 @@ class _ByMachine:
 def _compact_host(report: Report, machine: tuple[str, str, str], grouped: _ByMachine) -> list[str]:
     procs = grouped.procs.get(machine, [])
     comms = grouped.comms.get(machine, [])
-    lines = [f"{_machine_label(report, machine)}: {len(procs)} process(es)"]
+    lines = [f"{_machine_label(grouped, machine)}: {len(procs)} process(es)"]
     roles = Counter(("helper" if _is_helper(p) else p.role.split("_TP")[0].split("_DP")[0]) for p in procs)
     lines.append(f"  processes      {_counts(p.verdict for p in procs)}  ("
                  + ", ".join(f"{n} {role}" for role, n in sorted(roles.items())) + ")")
@@ -118,7 +119,7 @@ def _compact_host(report: Report, machine: tuple[str, str, str], grouped: _ByMac
 
 def _verbose_host(report: Report, machine: tuple[str, str, str], grouped: _ByMachine) -> list[str]:
     procs = grouped.procs.get(machine, [])
-    lines = [f"{_machine_label(report, machine)}", "", "Processes"]
+    lines = [f"{_machine_label(grouped, machine)}", "", "Processes"]
     lines.append(f"  {'':2}{'role':<26}{'pid':>8}  {'patch set':<22} notes")
     helpers = [p for p in procs if _is_helper(p) and p.verdict == "ok"]
     for p in sorted(procs, key=lambda x: (x.role != "launcher", x.role, x.pid)):
@@ -278,7 +279,7 @@ def _folded_hosts(report: Report, machines: list[tuple[str, str, str]], grouped:
         if tuple(block[1:]) in shown:
             continue
         shown.add(tuple(block[1:]))
-        names = [_machine_label(report, m).removeprefix("host ") for m in same]
+        names = [_machine_label(grouped, m).removeprefix("host ") for m in same]
         listed = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
         count = block[0].rsplit(": ", 1)[-1]
         lines += [f"✓ {len(same)} hosts alike, each {count}: {listed} (--verbose or --json lists every one)"]
