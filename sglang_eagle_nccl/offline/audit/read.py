@@ -74,7 +74,7 @@ Key = tuple[str, str, str, int, str]
 
 def key_text(key: Key) -> str:
     """A process key as one string (``--json`` uses it to name processes): ``host/boot/pidns/pid/start``."""
-    return "/".join(str(part) for part in key)
+    return "/".join(map(str, key))
 
 
 @dataclass
@@ -93,6 +93,14 @@ class ProcessRecords:
     @property
     def key(self) -> Key:
         return identity_key(self.identity)
+
+    @property
+    def name(self) -> str:
+        """:func:`key_text` of the process (worked out once: the judge names the process in every verdict)."""
+        text = self.__dict__.get("_name")
+        if text is None:
+            text = self.__dict__["_name"] = key_text(self.key)
+        return text
 
     @property
     def pid(self) -> int:

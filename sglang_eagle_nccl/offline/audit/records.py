@@ -35,7 +35,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -214,11 +214,14 @@ def check_of(field_type: Any) -> Check:
         return each
     if kind == "map":
         item = check_of(field_type[1])
+        fits = _fits(field_type[1])
 
         def values(value: Any) -> str | None:
             if not isinstance(value, dict):
                 return f"expected an object, got {_json_type(value)}"
             for key, element in value.items():
+                if type(element) is fits:  # the common case (an environment: strings) without a call
+                    continue
                 why = item(element)
                 if why:
                     return f"[{key!r}]: {why}"
@@ -226,24 +229,43 @@ def check_of(field_type: Any) -> Check:
 
         return values
     if kind == "obj":
-        return _object_check({k: check_of(v) for k, v in field_type[1].items()},
-                             {k: check_of(v) for k, v in field_type[2].items()})
+        return _object_check(field_type[1], field_type[2])
     raise ValueError(f"unknown field type {field_type!r}")
 
 
-def _object_check(required: Mapping[str, Check], optional: Mapping[str, Check]) -> Check:
+def _fits(field_type: Any) -> type | None:
+    """The one Python type every good value of a base field has (None: no such type, call its check)."""
+    return _EXACT.get(field_type) if field_type in ("str", "int", "bool") else None
+
+
+_MISSING = object()
+# Fields whose values repeat on every line of a file (one process's identity and role).
+_SHARED = frozenset({"event", "host", "boot_id", "pidns", "start", "role"})
+
+
+def _object_check(required: Mapping[str, Any], optional: Mapping[str, Any]) -> Check:
+    """The check of an object with these required and optional field types."""
+    # (key, the exact type that passes without a call, the full check): a record has a dozen fields
+    # and an audit millions of records, so a good field costs one dict lookup and one identity test.
+    must = tuple((k, _fits(t), check_of(t)) for k, t in required.items())
+    may = tuple((k, _fits(t), check_of(t)) for k, t in optional.items())
+
     def check(value: Any) -> str | None:
         if not isinstance(value, dict):
             return f"expected an object, got {_json_type(value)}"
-        for key, field_check in required.items():
-            if key not in value:
+        get = value.get
+        for key, fits, field_check in must:
+            field = get(key, _MISSING)
+            if field is _MISSING:
                 return f"missing field {key!r}"
-            why = field_check(value[key])
-            if why:
-                return f"field {key!r}: {why}"
-        for key, field_check in optional.items():
-            if key in value:
-                why = field_check(value[key])
+            if type(field) is not fits:
+                why = field_check(field)
+                if why:
+                    return f"field {key!r}: {why}"
+        for key, fits, field_check in may:
+            field = get(key, _MISSING)
+            if field is not _MISSING and type(field) is not fits:
+                why = field_check(field)
                 if why:
                     return f"field {key!r}: {why}"
         return None
@@ -257,14 +279,26 @@ class Schema:
 
     common: Check
     events: Mapping[str, Check]
+    # per event: every field the table declares (the common ones first), as the table spells them
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, common: Mapping[str, Any], table: Mapping[str, events.Event]) -> Schema:
-        return cls(
-            _object_check({k: check_of(v) for k, v in common.items()}, {}),
-            {name: _object_check({k: check_of(v) for k, v in e.required.items()},
-                                 {k: check_of(v) for k, v in e.optional.items()}) for name, e in table.items()},
-        )
+        return cls(_object_check(common, {}),
+                   {name: _object_check(e.required, e.optional) for name, e in table.items()},
+                   {name: (*common, *(k for k in e.fields if k not in common)) for name, e in table.items()})
+
+    def compact(self, record: dict[str, Any], strings: dict[str, str]) -> dict[str, Any]:
+        """A valid record with the fields the table declares only, keyed by the table's own strings, its
+        identity strings shared with the file's other records (``strings``): a cluster's audit holds
+        millions of records, and a dict of new key strings each is most of their memory. Nothing reads a
+        field the table does not declare (tests/unit/contract/test_events.py checks the writers)."""
+        out = {}
+        for key in self.fields[record["event"]]:
+            value = record.get(key, _MISSING)
+            if value is not _MISSING:
+                out[key] = strings.setdefault(value, value) if key in _SHARED else value
+        return out
 
     def problem(self, record: Any) -> str | None:
         """Why ``record`` cannot be judged, or None when it fits its event's row.
@@ -353,6 +387,7 @@ def parse_file(data: bytes, file: str, schema: Schema = RECORDS, *, budget: Budg
     """
     out = ParsedFile([], [])
     seen: set[str] = set()
+    strings: dict[str, str] = {}
     tail_at = data.rfind(b"\n") + 1
     number = 0
     pos = 0
@@ -369,7 +404,7 @@ def parse_file(data: bytes, file: str, schema: Schema = RECORDS, *, budget: Budg
             texts = [_utf8(raw) for raw in chunk]
         for raw, text in zip(chunk, texts, strict=True):
             number += 1
-            _take_line(out, raw, text, number, file, schema, seen if unique else None)
+            _take_line(out, raw, text, number, file, schema, seen if unique else None, strings)
         pos = stop
     if budget is not None:
         budget.take("records", len(out.records))
@@ -381,7 +416,7 @@ def parse_file(data: bytes, file: str, schema: Schema = RECORDS, *, budget: Budg
             why = schema.problem(record)
         whole = why is None
         if whole:
-            out.records.append(record)
+            out.records.append(schema.compact(record, strings))
         out.cut = CutLine(file, tail_at, len(tail), whole, _process_of(out.records[-1]) if out.records else None)
     if out.bad_lines > LISTED_PER_FILE:
         out.bad.append(Unreadable(file, None, f"... and {out.bad_lines - LISTED_PER_FILE} more unreadable line(s) "
@@ -403,7 +438,7 @@ def _utf8(raw: bytes) -> str | None:
 
 
 def _take_line(out: ParsedFile, raw: bytes, text: str | None, number: int, file: str, schema: Schema,
-               seen: set[str] | None) -> None:
+               seen: set[str] | None, strings: dict[str, str]) -> None:
     if not raw.strip():
         return
     listed = out.bad_lines < LISTED_PER_FILE
@@ -420,7 +455,7 @@ def _take_line(out: ParsedFile, raw: bytes, text: str | None, number: int, file:
                 if text in seen:
                     return
                 seen.add(text)
-            out.records.append(record)
+            out.records.append(schema.compact(record, strings))
             return
     out.bad_lines += 1
     if listed:
