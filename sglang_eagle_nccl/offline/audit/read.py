@@ -454,7 +454,6 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
     for d in dirs:
         launch.unreadable += [replace(u, directory=d.run) if several else u for u in d.unreadable]
         launch.cut_lines += [c if several else replace(c, directory="") for c in d.cut_lines]
-    launch.unreadable.sort(key=lambda u: (u.directory, u.file, -1 if u.line is None else u.line, u.reason))
     launch.cut_lines.sort(key=lambda c: (c.directory, c.file))
     record_copies: dict[Key, list[_Copy]] = {}
     for d in dirs:
@@ -500,6 +499,7 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
                           conflicts=[sorted(p) for j, p in enumerate(all_places) if j != i])
             launch.reads_versions.setdefault(key, []).append(got)
     launch.reads = {key: versions[0] for key, versions in launch.reads_versions.items()}
+    launch.unreadable.sort(key=lambda u: (u.directory, u.file, -1 if u.line is None else u.line, u.reason))
     return launch
 
 
