@@ -106,3 +106,47 @@ def test_three_thousand_alike_hosts_fit_one_screen_and_every_other_host_is_liste
     assert len(lines) < 40, text
     assert any(line.startswith("✓ 3002 hosts alike, each 1 process(es): n0, n1, n10, ...") for line in lines)
     assert "host bad: 1 process(es)" in lines and "✗ the profile is NOT" in lines[-1].replace("Verdict: ", "")
+
+
+# --- how cut lines, copies and directories are named ---------------------------------------------------------
+
+
+def test_a_cut_line_and_a_copy_note_say_where_whose_and_what():
+    from sglang_eagle_nccl.offline.audit.read import CopyNote
+    from sglang_eagle_nccl.offline.audit.records import CutLine
+
+    cut = CutLine("f.jsonl", 120, 7, False, "h/b/1/2/3", "d")
+    assert cut.text() == "d/f.jsonl: cut line at byte 120 (7 bytes; process h/b/1/2/3): not judged"
+    assert CutLine("f", 0, 3, True).text() == (
+        "f: cut line at byte 0 (3 bytes; no complete record names its process): a whole record without its newline "
+        "(judged)")
+    assert cut.to_dict() == {"file": "f.jsonl", "directory": "d", "offset": 120, "size": 7, "whole_record": False,
+                             "process": "h/b/1/2/3"}
+    same = CopyNote("reads", "h/b/1/2/3", (("a/x", "b/x"),), ("c/x",))
+    assert not same.conflict and same.text() == "reads of process h/b/1/2/3: counted once from a/x, b/x; prefix copies c/x"
+    assert CopyNote("records", "k", (("a/x",),), ()).text() == "records of process k: counted once from a/x"
+    two = CopyNote("records", "k", (("a/x",), ("b/y", "c/y")), ())
+    assert two.conflict and two.text() == "records of process k: copies disagree -- a/x / b/y, c/y (each judged; the worse counts)"
+    assert two.to_dict() == {"kind": "records", "process": "k", "conflict": True, "versions": [["a/x"], ["b/y", "c/y"]],
+                             "prefixes": []}
+
+
+def test_a_directory_named_by_several_paths_is_read_once_under_its_shortest_name(tmp_path):
+    from sglang_eagle_nccl.offline.audit.read import read_launches, unique_dirs
+
+    run = launch(tmp_path, {"proc-h-1.jsonl": scheduler(1)})
+    longer = tmp_path / "." / "run"
+    other = tmp_path / "a"
+    other.mkdir()
+    assert unique_dirs([longer, run, other, str(run)]) == [other, run] if str(other) < str(run) else [run, other]
+    assert unique_dirs([str(longer), str(run)]) == [run]
+    got = read_launches([longer, run])
+    assert got.run_dirs == [str(run)] and len(got.processes) == 1
+
+
+def test_directories_that_hold_only_reads_logs_and_junk_are_refused_as_a_whole(tmp_path):
+    from sglang_eagle_nccl.offline.audit.read import CannotJudge, read_launches
+
+    run = launch(tmp_path, {"proc-h-1.jsonl": ["junk"]})
+    with pytest.raises(CannotJudge, match=r"no valid audit record could be read in .*run \(proc-h-1.jsonl:1: not valid JSON"):
+        read_launches([run])
