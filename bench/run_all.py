@@ -70,8 +70,11 @@ def table(r: dict[str, dict]) -> list[str]:
                      f"CPU {pre['median_cpu_s']} s | {pre['goal']}: {_met(pre['met'])}")
     if "audit_scale" in r:
         aud = r["audit_scale"]
-        rows = ", ".join(f"{x['processes']}: {x['median_cpu_s']} s ({x['per_process_ms']} ms/process)" for x in aud["rows"])
-        lines.append(f"audit --json of N synthetic processes, one core | {rows} | 512 under 5 s: {_met(aud['met'])}")
+        rows = ", ".join(f"{x['processes']}: {x['text_cpu_s']} s, {x['text_peak_rss_mib']} MiB (--json {x['json_cpu_s']} s)"
+                         for x in aud["rows"])
+        met = all(v for v in aud["met"].values() if v is not None)
+        lines.append(f"audit of N synthetic processes, one core | {rows}; growth exponent "
+                     f"{aud['growth_exponent_text_cpu']} | {aud['goal']}: {_met(met)}")
     if "consistency_scale" in r:
         con = r["consistency_scale"]
         rows = ", ".join(f"{x['ranks']} ranks: check {x['check_ms']} ms vs group creation {x['group_creation_ms']} ms "

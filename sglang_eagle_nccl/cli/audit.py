@@ -20,8 +20,11 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input
                    "machine belongs to; no shared filesystem needed), then judge all of it. DIRECTORIES is then the one "
                    "launch directory path the nodes wrote to.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every record behind the verdict.")
+@click.option("--budget", "budget_flags", multiple=True, metavar="KIND=N",
+              help="Raise (or lower) one limit of the whole audit's work: bytes, files, lines or records "
+                   "(defaults: 4 GiB, 500,000 files, 16 million lines, 8 million records). Past a limit: exit 2.")
 def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose: bool, ray_address: str | None,
-              as_json: bool) -> None:
+              as_json: bool, budget_flags: tuple[str, ...] = ()) -> None:
     """Verdict per host, process and communicator for one launch.
 
     DIRECTORIES: the launch directory printed at start (or its audit root: its newest launch), one
@@ -34,11 +37,15 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
       1  fail: some process or communicator missed the profile
       2  cannot judge: no launch found, not a directory, or nothing readable
     Files that are not regular (symlinks, FIFOs, devices) are never opened; unreadable files
-    and lines are listed and left out of the verdict (which is then at best ⚠).
+    and lines are listed and left out of the verdict (which is then at best ⚠). The verdict
+    depends on the set of files only: not on the order of DIRECTORIES, nor on how often a file
+    was copied (copies that disagree are listed, and only make the verdict worse).
     """
     from sglang_eagle_nccl.offline.audit.judge import load_report
     from sglang_eagle_nccl.offline.audit.read import CannotJudge
     from sglang_eagle_nccl.offline.audit.render import format_text
+
+    budget = _budget(budget_flags, as_json)
 
     collected = None
     paths = list(directories)
@@ -60,7 +67,7 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
             problems = "; ".join(p for n in collected.nodes for p in n.problems)
             fail_input(f"cannot judge: no node of the Ray cluster holds {directories[0]} ({problems})", as_json=as_json)
     try:
-        report = load_report(paths)
+        report = load_report(paths, budget)
     except CannotJudge as exc:
         fail_input(f"cannot judge: {exc}", as_json=as_json)
     data = report.to_dict()
@@ -90,3 +97,17 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
             click.echo("")
             click.echo(nccl_text)
     sys.exit(1 if failed else 0)
+
+
+def _budget(flags: tuple[str, ...], as_json: bool) -> object:
+    """--budget KIND=N, checked before anything is read (exit 2 naming the flag, the value and the rule)."""
+    from sglang_eagle_nccl.offline.audit.records import DEFAULT_BUDGET, Budget
+
+    limits: dict[str, int] = {}
+    for flag in flags:
+        kind, _, value = flag.partition("=")
+        if kind not in DEFAULT_BUDGET or not value.isascii() or not value.isdigit() or int(value) < 1:
+            fail_input(f"--budget {flag!r}: expected KIND=N with KIND one of {', '.join(sorted(DEFAULT_BUDGET))} and N "
+                       "a positive whole number. Fix: e.g. --budget bytes=8589934592", as_json=as_json)
+        limits[kind] = int(value)
+    return Budget(limits)

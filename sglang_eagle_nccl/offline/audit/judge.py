@@ -34,15 +34,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sglang_eagle_nccl.offline.audit.read import (
+    Budget,
+    CopyNote,
+    CutLine,
     Key,
     LaunchRecords,
     ProcessReads,
     ProcessRecords,
     Unreadable,
     find_launch_dir,
-    key_text,
     merge,
-    read_launch_records,
+    read_evidence,
+    refuse_if_nothing,
+    unique_dirs,
 )
 
 Verdict = Literal["ok", "warn", "fail", "absent"]
@@ -106,6 +110,8 @@ def expectations(records: Iterable[Mapping[str, Any]], launch_profile: Mapping[s
 
 
 def differences(expected: Mapping[str, str], actual: Mapping[str, str], skip: Iterable[str] = ()) -> list[str]:
+    if all(actual.get(name) == value for name, value in expected.items()):
+        return []  # the common case, without sorting (a cluster's audit asks this a million times)
     skip = set(skip)
     out = []
     for name, value in sorted(expected.items()):
@@ -189,6 +195,8 @@ class Report:
     # group -> all-reduce paths SGLang enabled (first rank that recorded them)
     allreduce_paths: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_dirs: list[str] = field(default_factory=list)
+    cut_lines: list[CutLine] = field(default_factory=list)
+    copies: list[CopyNote] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -199,20 +207,24 @@ class Report:
         return sorted({p.machine for p in self.processes})
 
     def to_dict(self) -> dict[str, Any]:
+        on: dict[tuple[str, str, str], list[str]] = {}
+        for p in self.processes:  # grouped once: a cluster has thousands of machines and processes
+            on.setdefault(p.machine, []).append(p.process)
         return {
             "run_dir": self.run_dir,
             "run_dirs": self.run_dirs or [self.run_dir],
             "picked": self.picked,
             "profile": self.profile,
             "verdict": self.verdict,
-            "hosts": [{"host": m[0], "boot_id": m[1], "pidns": m[2],
-                       "processes": [p.process for p in self.processes if p.machine == m]} for m in self.machines()],
+            "hosts": [{"host": m[0], "boot_id": m[1], "pidns": m[2], "processes": on[m]} for m in sorted(on)],
             "processes": [p.to_dict() for p in self.processes],
             "communicators": [c.to_dict() for c in self.communicators],
             "eagle": self.eagle,
             "sglang_writes": self.sglang_writes,
             "problems": self.problems,
             "unreadable": [u.to_dict() for u in self.unreadable],
+            "cut_lines": [c.to_dict() for c in self.cut_lines],
+            "copies": [c.to_dict() for c in self.copies],
             "nccl_reads": dict(sorted(self.nccl_reads.items())),
             "allreduce_paths": self.allreduce_paths,
         }
@@ -299,17 +311,19 @@ def _sglang_env_writes(state: _Process, rec: Mapping[str, Any], exp: Expectation
     """SGLang's own NCCL writes (listed), and how many schedulers this machine's launcher starts."""
     where = rec.get("where") or "_set_envs_and_config"
     for w in rec["writes"]:
-        state.launch.sglang_writes.append({**w, "where": where, "pid": state.proc.pid, "process": key_text(state.proc.key)})
+        state.launch.sglang_writes.append({**w, "where": where, "pid": state.proc.pid, "process": state.proc.name})
     flags = rec.get("server_flags") or {}
     tp, dp, pp, nnodes = (flags.get(k) for k in ("tp_size", "dp_size", "pp_size", "nnodes"))
     if isinstance(tp, int) and not isinstance(tp, bool) and where == "_set_envs_and_config":
         total = tp * _positive(dp) * _positive(pp)
-        if flags.get("use_ray") is True or state.proc.events("ray_actor_env"):
-            # A Ray driver starts every rank of every node as an actor, all of them in its launch.
-            state.launch.expected_schedulers[None] = total
-        else:
-            # Each node's launcher spawns (and audits) only its own share of the ranks, on its machine.
-            state.launch.expected_schedulers[machine_of(state.proc.identity)] = max(1, total // _positive(nnodes))
+        # A Ray driver starts every rank of every node as an actor, all of them in its launch; else each
+        # node's launcher spawns (and audits) only its own share of the ranks, on its machine. Two claims
+        # for one place (copies that disagree, two launchers): the larger holds, whatever the order.
+        ray = flags.get("use_ray") is True or bool(state.proc.events("ray_actor_env"))
+        where_key = None if ray else machine_of(state.proc.identity)
+        claim = total if ray else max(1, total // _positive(nnodes))
+        expected = state.launch.expected_schedulers
+        expected[where_key] = max(claim, expected.get(where_key, 0))
 
 
 def _positive(value: Any) -> int:
@@ -461,24 +475,35 @@ def _judge_communicator(proc: ProcessRecords, role: str, rec: Mapping[str, Any],
         verdict=verdict,
         notes=notes,
         host=proc.host,
-        process=key_text(proc.key),
+        process=proc.name,
     )
 
 
+def _reads_candidates(got: ProcessReads | list[ProcessReads] | None) -> list[ProcessReads]:
+    return [] if got is None else got if isinstance(got, list) else [got]
+
+
 def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str = "",
-          reads: Mapping[Key, ProcessReads] | None = None) -> Report:
+          reads: Mapping[Key, ProcessReads | list[ProcessReads]] | None = None) -> Report:
+    """The verdict of a launch's processes (each version of a process whose copies disagree is judged as it
+    is: see :mod:`.read`), in an order that depends on identities only."""
     launch_profile = meta.get("profile") if isinstance(meta, Mapping) and isinstance(meta.get("profile"), dict) else {}
     launch = _Launch(launch_profile)
     problems: list[str] = []
     pverdicts: list[ProcessVerdict] = []
     reads = reads or {}
     nccl_reads: dict[str, dict[str, Any]] = {}
+    order = {"absent": -1, "ok": 0, "warn": 1, "fail": 2}
 
-    for proc in processes:
+    for proc in sorted(processes, key=lambda p: p.name):
         state = _Process(proc, launch)
         patch = proc.first("patch_set")
         if proc.bad_lines:
             state.mark("warn", f"{proc.bad_lines} unreadable line(s) in {proc.file}")
+        if proc.conflicts:
+            state.mark("warn", "copies of its records disagree: this one from " + ", ".join(proc.places)
+                       + "; other version(s) from " + " / ".join(", ".join(o) for o in proc.conflicts)
+                       + " (each judged; the worse counts)")
         if proc.first("process_start") is None:
             state.mark("fail", "no process_start record")
         last_exp: Expectation | None = None
@@ -487,18 +512,26 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             judge_event = JUDGES.get(rec["event"])
             if judge_event is not None:
                 judge_event(state, rec, exp)
-        got = reads.get(proc.key)
-        if got is not None:
+        candidates = _reads_candidates(reads.get(proc.key))
+        if candidates:
             from sglang_eagle_nccl.offline.audit.nccl_reads import judge_reads
 
-            rv = judge_reads(got, last_exp.env if last_exp else {}, last_exp.groups if last_exp else {},
-                             last_exp.keep if last_exp else ())
+            # Every version of its reads log is judged; the worst one is shown (the first of equals).
+            judged = [(got, judge_reads(got, last_exp.env if last_exp else {}, last_exp.groups if last_exp else {},
+                                        last_exp.keep if last_exp else ())) for got in candidates]
+            got, rv = max(judged, key=lambda gr: order[gr[1].verdict])
             state.verdicts.append(rv.verdict)  # type: ignore[arg-type]
             if rv.verdict != "absent":  # "nothing read" is said once, in the reads section
                 state.notes += [f"NCCL's own reads: {n}" for n in rv.notes]
-            nccl_reads[key_text(proc.key)] = {**got.to_dict(), "verdict": rv.verdict, "notes": rv.notes}
+            if any(g.conflicts for g in candidates):
+                state.mark("warn", "copies of its NCCL reads log disagree: " + " / ".join(
+                    ", ".join(g.places) for g in candidates) + " (each judged; the worse counts)")
+            entry = {**got.to_dict(), "verdict": rv.verdict, "notes": rv.notes}
+            before = nccl_reads.get(proc.name)
+            if before is None or order[rv.verdict] > order[before["verdict"]]:
+                nccl_reads[proc.name] = entry
         for rec in proc.events("eagle_groups"):
-            launch.eagle.append({"pid": proc.pid, "host": proc.host, "process": key_text(proc.key),
+            launch.eagle.append({"pid": proc.pid, "host": proc.host, "process": proc.name,
                                  **{k: rec.get(k) for k in ("worker", "draft", "verify", "draft_note")}})
         sglang_rank = state.role.startswith(("scheduler", "preflight")) or bool(proc.events("scheduler_start"))
         pverdicts.append(
@@ -513,7 +546,7 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
                 loaded_sglang=patch is not None,
                 sglang_rank=sglang_rank,
                 host=proc.host,
-                process=key_text(proc.key),
+                process=proc.name,
                 machine=machine_of(proc.identity),
             )
         )
@@ -521,7 +554,8 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
     comms = launch.comms
     rank_processes = [p for p in pverdicts if p.sglang_rank]
     for machine, expected in sorted(launch.expected_schedulers.items(), key=lambda kv: kv[0] or ("",)):
-        found = [p for p in pverdicts if p.role.startswith("scheduler") and (machine is None or p.machine == machine)]
+        # Processes, not versions: two disagreeing copies of one scheduler are one scheduler.
+        found = {p.process for p in pverdicts if p.role.startswith("scheduler") and (machine is None or p.machine == machine)}
         if len(found) < expected:
             where = ("in this launch (tp x dp x pp: the Ray driver starts every rank)" if machine is None
                      else f"on host {machine[0]} (tp x dp x pp / nnodes)")
@@ -565,9 +599,12 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
 
 def judge_launch(launch: LaunchRecords) -> Report:
     """The verdict of what :mod:`.read` read: judged, with everything not judged demoting a pass."""
-    report = judge(launch.meta, launch.processes, launch.run_dirs[0] if launch.run_dirs else "", launch.reads)
+    reads: Mapping[Key, ProcessReads | list[ProcessReads]] = launch.reads_versions or launch.reads
+    report = judge(launch.meta, launch.processes, launch.run_dirs[0] if launch.run_dirs else "", reads)
     report.run_dirs = list(launch.run_dirs)
     report.unreadable = list(launch.unreadable)
+    report.cut_lines = list(launch.cut_lines)
+    report.copies = list(launch.copies)
     profiles = {json.dumps((m.get("profile") or {}).get("env"), sort_keys=True) for m in launch.metas
                 if isinstance(m.get("profile"), dict)}
     if len(profiles) > 1:
@@ -581,14 +618,19 @@ def judge_launch(launch: LaunchRecords) -> Report:
     return report
 
 
-def load_report(path: str | Path | Iterable[str | Path]) -> Report:
+def load_report(path: str | Path | Iterable[str | Path], budget: Budget | None = None) -> Report:
     """Judge the launch at ``path`` (a launch directory, or a root: its newest launch), or at several paths
-    (one launch directory per node, however collected), as one launch."""
+    (one launch directory per node, however collected), as one launch: the same report for the same set
+    of directories, in any order (:mod:`.read`), within one budget for the whole audit."""
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     runs = [find_launch_dir(Path(p)) for p in paths]
-    report = judge_launch(merge(read_launch_records(run) for run in runs))
-    picked = [f"newest launch under {p}: {run.name}" for p, run in zip(paths, runs, strict=True)
-              if run.resolve() != Path(p).resolve()]
+    budget = budget or Budget()
+    unique = unique_dirs(runs)
+    launch = merge(read_evidence(run, budget) for run in unique)
+    refuse_if_nothing(launch, ", ".join(map(str, unique)))
+    report = judge_launch(launch)
+    picked = sorted({f"newest launch under {p}: {run.name}" for p, run in zip(paths, runs, strict=True)
+                     if run.resolve() != Path(p).resolve()})
     if picked:
         report.picked = "; ".join(picked)
     return report

@@ -12,6 +12,21 @@ An audit directory may be shared, copied, corrupted or tampered with, so reading
 
 Everything that is not read or not valid is returned as an :class:`Unreadable` entry (file,
 line, reason) for the report to show; it demotes the verdict.
+Work is bounded over the whole audit, not only per file (:class:`Budget`): bytes, files, lines and
+records read, each with a limit; past one the audit stops with :class:`BudgetExceeded` (exit 2, the
+limit named and how to raise it). Bad lines cost a count, not memory: the first
+:data:`LISTED_PER_FILE` of a file are listed with their line number and reason, the rest in one
+"... and N more" entry. A file is split a chunk at a time, so a file of millions of short junk lines
+never holds a Python object per line.
+
+**Cut line.** The bytes after the last newline of a file (not blank) are its *cut line*: a process
+killed in the middle of a write, or a copy taken of a file while its process wrote. It is listed as
+exactly that (:class:`CutLine`: file, process, byte offset, size), never dropped without a word and
+never counted as an unreadable line. It does not change a mark: the audit judges the records that
+were written whole, exactly as it judges a copy taken between two records, and a cut at a line
+boundary (which hides as much) cannot be told from no cut at all, so a ⚠ here would only punish the
+honest case (a process still running, or killed) without catching anyone. When the cut bytes happen
+to hold a whole valid record (only the newline was lost) that record is judged like any other.
 """
 
 from __future__ import annotations
@@ -20,7 +35,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +61,90 @@ class CannotJudge(PluginStop, FileNotFoundError):
 
 @dataclass(frozen=True)
 class Unreadable:
-    """A file, or one line of a file, that was not passed on to judging, and why."""
+    """A file, or one line of a file, that was not passed on to judging, and why.
+
+    ``directory`` names the launch directory when the audit reads several (the same file name can be in
+    each); it is empty for one.
+    """
 
     file: str
     line: int | None
     reason: str
+    directory: str = ""
+
+    @property
+    def place(self) -> str:
+        return f"{self.directory}/{self.file}" if self.directory else self.file
 
     def text(self) -> str:
-        return f"{self.file}{'' if self.line is None else f':{self.line}'}: {self.reason}"
+        return f"{self.place}{'' if self.line is None else f':{self.line}'}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "reason": self.reason}
+        return {"file": self.file, "line": self.line, "reason": self.reason, "directory": self.directory}
+
+
+@dataclass(frozen=True)
+class CutLine:
+    """The bytes after the last newline of a file (see the module docstring): where, whose, how many."""
+
+    file: str
+    offset: int  # byte offset of the cut line's first byte in the file
+    size: int
+    whole_record: bool  # the bytes hold a whole valid record (judged): only the newline was lost
+    process: str | None = None  # the process key (host/boot/pidns/pid/start), None when no record names it
+    directory: str = ""
+
+    @property
+    def place(self) -> str:
+        return f"{self.directory}/{self.file}" if self.directory else self.file
+
+    def text(self) -> str:
+        whose = f"process {self.process}" if self.process else "no complete record names its process"
+        what = "a whole record without its newline (judged)" if self.whole_record else "not judged"
+        return f"{self.place}: cut line at byte {self.offset} ({self.size} bytes; {whose}): {what}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "directory": self.directory, "offset": self.offset, "size": self.size,
+                "whole_record": self.whole_record, "process": self.process}
+
+
+# How many bad lines of one file are listed one by one; the rest are counted in one entry.
+LISTED_PER_FILE = 10
+
+# The whole audit's default limits: far above a launch of 65,536 processes (about 1 GiB, 2.3 million
+# lines and 131,072 files of the real writers' shape) and low enough that memory stays a few GiB.
+DEFAULT_BUDGET = {"bytes": 4 << 30, "files": 500_000, "lines": 16_000_000, "records": 8_000_000}
+BUDGET_WORDS = {"bytes": "bytes", "files": "files", "lines": "lines", "records": "valid records"}
+
+
+class BudgetExceeded(CannotJudge):
+    """The audit read more than its budget allows (exit 2): which limit, and how to raise it."""
+
+    def __init__(self, kind: str, limit: int) -> None:
+        super().__init__(
+            f"the audit read more than {limit} {BUDGET_WORDS[kind]} (its budget for the whole audit) and stopped "
+            f"before judging. Fix: check that the directories are the launch's (a launch of 65,536 processes is "
+            f"about 1 GiB in 2.3 million lines), or raise the limit with --budget {kind}=N"
+        )
+        self.kind = kind
+        self.limit = limit
+
+
+class Budget:
+    """What the whole audit may still read: bytes, files, lines and records, each with its limit."""
+
+    def __init__(self, limits: Mapping[str, int] | None = None) -> None:
+        unknown = set(limits or {}) - set(DEFAULT_BUDGET)
+        if unknown:
+            raise ValueError(f"unknown budget kind(s) {sorted(unknown)}; known: {sorted(DEFAULT_BUDGET)}")
+        self.limits = {**DEFAULT_BUDGET, **(limits or {})}
+        self.used = dict.fromkeys(DEFAULT_BUDGET, 0)
+
+    def take(self, kind: str, amount: int) -> None:
+        used = self.used[kind] + amount
+        self.used[kind] = used
+        if used > self.limits[kind]:
+            raise BudgetExceeded(kind, self.limits[kind])
 
 
 # --- the table's types, as checks -----------------------------------------------------------------
@@ -80,6 +168,7 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
+_EXACT: dict[str, type] = {"str": str, "int": int, "bool": bool, "num": float}
 _BASE: dict[str, tuple[type | tuple[type, ...], str]] = {
     "str": (str, "a string"), "int": (int, "an integer"), "bool": (bool, "a boolean"), "num": ((int, float), "a number"),
 }
@@ -100,7 +189,12 @@ def check_of(field_type: Any) -> Check:
                 return f"expected {words}, got NaN"
             return None if isinstance(value, python_type) else f"expected {words}, got {_json_type(value)}"
 
-        return base
+        # The JSON decoder makes exact types only: one identity test passes every good value, and
+        # the full check above says what is wrong with a bad one.
+        fits = _EXACT[field_type]
+        if field_type == "num":
+            return lambda value: None if type(value) is int or (type(value) is float and value == value) else base(value)
+        return lambda value: None if type(value) is fits else base(value)
     kind = field_type[0]
     if kind == "opt":
         inner = check_of(field_type[1])
@@ -120,11 +214,14 @@ def check_of(field_type: Any) -> Check:
         return each
     if kind == "map":
         item = check_of(field_type[1])
+        fits = _fits(field_type[1])
 
         def values(value: Any) -> str | None:
             if not isinstance(value, dict):
                 return f"expected an object, got {_json_type(value)}"
             for key, element in value.items():
+                if type(element) is fits:  # the common case (an environment: strings) without a call
+                    continue
                 why = item(element)
                 if why:
                     return f"[{key!r}]: {why}"
@@ -132,24 +229,43 @@ def check_of(field_type: Any) -> Check:
 
         return values
     if kind == "obj":
-        return _object_check({k: check_of(v) for k, v in field_type[1].items()},
-                             {k: check_of(v) for k, v in field_type[2].items()})
+        return _object_check(field_type[1], field_type[2])
     raise ValueError(f"unknown field type {field_type!r}")
 
 
-def _object_check(required: Mapping[str, Check], optional: Mapping[str, Check]) -> Check:
+def _fits(field_type: Any) -> type | None:
+    """The one Python type every good value of a base field has (None: no such type, call its check)."""
+    return _EXACT.get(field_type) if field_type in ("str", "int", "bool") else None
+
+
+_MISSING = object()
+# Fields whose values repeat on every line of a file (one process's identity and role).
+_SHARED = frozenset({"event", "host", "boot_id", "pidns", "start", "role"})
+
+
+def _object_check(required: Mapping[str, Any], optional: Mapping[str, Any]) -> Check:
+    """The check of an object with these required and optional field types."""
+    # (key, the exact type that passes without a call, the full check): a record has a dozen fields
+    # and an audit millions of records, so a good field costs one dict lookup and one identity test.
+    must = tuple((k, _fits(t), check_of(t)) for k, t in required.items())
+    may = tuple((k, _fits(t), check_of(t)) for k, t in optional.items())
+
     def check(value: Any) -> str | None:
         if not isinstance(value, dict):
             return f"expected an object, got {_json_type(value)}"
-        for key, field_check in required.items():
-            if key not in value:
+        get = value.get
+        for key, fits, field_check in must:
+            field = get(key, _MISSING)
+            if field is _MISSING:
                 return f"missing field {key!r}"
-            why = field_check(value[key])
-            if why:
-                return f"field {key!r}: {why}"
-        for key, field_check in optional.items():
-            if key in value:
-                why = field_check(value[key])
+            if type(field) is not fits:
+                why = field_check(field)
+                if why:
+                    return f"field {key!r}: {why}"
+        for key, fits, field_check in may:
+            field = get(key, _MISSING)
+            if field is not _MISSING and type(field) is not fits:
+                why = field_check(field)
                 if why:
                     return f"field {key!r}: {why}"
         return None
@@ -163,14 +279,26 @@ class Schema:
 
     common: Check
     events: Mapping[str, Check]
+    # per event: every field the table declares (the common ones first), as the table spells them
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, common: Mapping[str, Any], table: Mapping[str, events.Event]) -> Schema:
-        return cls(
-            _object_check({k: check_of(v) for k, v in common.items()}, {}),
-            {name: _object_check({k: check_of(v) for k, v in e.required.items()},
-                                 {k: check_of(v) for k, v in e.optional.items()}) for name, e in table.items()},
-        )
+        return cls(_object_check(common, {}),
+                   {name: _object_check(e.required, e.optional) for name, e in table.items()},
+                   {name: (*common, *(k for k in e.fields if k not in common)) for name, e in table.items()})
+
+    def compact(self, record: dict[str, Any], strings: dict[str, str]) -> dict[str, Any]:
+        """A valid record with the fields the table declares only, keyed by the table's own strings, its
+        identity strings shared with the file's other records (``strings``): a cluster's audit holds
+        millions of records, and a dict of new key strings each is most of their memory. Nothing reads a
+        field the table does not declare (tests/unit/contract/test_events.py checks the writers)."""
+        out = {}
+        for key in self.fields[record["event"]]:
+            value = record.get(key, _MISSING)
+            if value is not _MISSING:
+                out[key] = strings.setdefault(value, value) if key in _SHARED else value
+        return out
 
     def problem(self, record: Any) -> str | None:
         """Why ``record`` cannot be judged, or None when it fits its event's row.
@@ -209,36 +337,136 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# One decoder for every line: json.loads with an argument builds a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_SCAN = _DECODER.scan_once
+
+
 def _loads(text: str) -> tuple[Any, str | None]:
     try:
-        return json.loads(text, parse_constant=_no_constant), None
+        return _DECODER.decode(text), None
     except RecursionError:
         return None, "JSON nested too deeply"
     except ValueError as exc:  # JSONDecodeError, and int() beyond Python's digit limit
         return None, f"not valid JSON ({exc})"
 
 
-def parse_records(data: bytes, file: str, schema: Schema = RECORDS) -> tuple[list[dict[str, Any]], list[Unreadable]]:
-    """The valid records of one file (audit records, or NCCL's reads log with ``schema=READS``), and one
-    Unreadable entry per line that is not."""
-    records: list[dict[str, Any]] = []
-    bad: list[Unreadable] = []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
+def _value(text: str) -> tuple[Any, str | None]:
+    """The JSON value of one line, or why it is none (the same answer as :func:`_loads`, faster for a record)."""
+    if text[:1] == "{" and text[-1:] == "}":
+        # A record as the writers write it: scanned in place, no whitespace to skip.
         try:
-            text = raw.decode("utf-8")
+            value, end = _SCAN(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            return _loads(text)
+        if end == len(text):
+            return value, None
+    return _loads(text)
+
+
+@dataclass
+class ParsedFile:
+    """One file's lines: the valid records, the bad lines (listed up to LISTED_PER_FILE, all counted) and
+    its cut line."""
+
+    records: list[dict[str, Any]]
+    bad: list[Unreadable]
+    bad_lines: int = 0
+    cut: CutLine | None = None
+
+
+# Lines are split a chunk at a time so that a file of millions of tiny lines never holds one object per line.
+_CHUNK = 1 << 20
+
+
+def parse_file(data: bytes, file: str, schema: Schema = RECORDS, *, budget: Budget | None = None,
+               unique: bool = False) -> ParsedFile:
+    """Every line of one file (see the module docstring): records, bad lines, and the cut line.
+
+    ``unique``: a line that repeats an earlier line of the file is the same record, kept once.
+    """
+    out = ParsedFile([], [])
+    seen: set[str] = set()
+    strings: dict[str, str] = {}
+    tail_at = data.rfind(b"\n") + 1
+    number = 0
+    pos = 0
+    while pos < tail_at:
+        stop = data.rfind(b"\n", pos, min(pos + _CHUNK, tail_at)) + 1 or tail_at
+        if stop <= pos:  # one line longer than a chunk
+            stop = data.find(b"\n", pos, tail_at) + 1
+        chunk = data[pos:stop - 1].split(b"\n")
+        if budget is not None:
+            budget.take("lines", len(chunk))
+        try:
+            texts: list[str | None] = data[pos:stop - 1].decode("utf-8").split("\n")
         except UnicodeDecodeError:
-            bad.append(Unreadable(file, number, "not UTF-8 text"))
-            continue
-        record, why = _loads(text)
+            texts = [_utf8(raw) for raw in chunk]
+        for raw, text in zip(chunk, texts, strict=True):
+            number += 1
+            _take_line(out, raw, text, number, file, schema, seen if unique else None, strings)
+        pos = stop
+    if budget is not None:
+        budget.take("records", len(out.records))
+    tail = data[tail_at:]
+    if tail.strip():
+        text = _utf8(tail)
+        record, why = _value(text) if text is not None else (None, "not UTF-8 text")
+        if why is None:
+            why = schema.problem(record)
+        whole = why is None
+        if whole:
+            out.records.append(schema.compact(record, strings))
+        out.cut = CutLine(file, tail_at, len(tail), whole, _process_of(out.records[-1]) if out.records else None)
+    if out.bad_lines > LISTED_PER_FILE:
+        out.bad.append(Unreadable(file, None, f"... and {out.bad_lines - LISTED_PER_FILE} more unreadable line(s) "
+                                              f"(the first {LISTED_PER_FILE} are listed)"))
+    return out
+
+
+def _process_of(record: dict[str, Any]) -> str | None:
+    if "start" in record:
+        return "/".join(str(record.get(k)) for k in ("host", "boot_id", "pidns", "pid", "start"))
+    return None  # a reads-log line names its pid only; the reader names the process
+
+
+def _utf8(raw: bytes) -> str | None:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _take_line(out: ParsedFile, raw: bytes, text: str | None, number: int, file: str, schema: Schema,
+               seen: set[str] | None, strings: dict[str, str]) -> None:
+    if not raw.strip():
+        return
+    listed = out.bad_lines < LISTED_PER_FILE
+    if text is None:
+        why: str | None = "not UTF-8 text"
+    elif not listed and text.lstrip(" \t\r")[:1] != "{":
+        why = "not a record"  # past the listed ones only the count matters: no need to parse junk
+    else:
+        record, why = _value(text)
         if why is None:
             why = schema.problem(record)
         if why is None:
-            records.append(record)
-        else:
-            bad.append(Unreadable(file, number, why))
-    return records, bad
+            if seen is not None:
+                if text in seen:
+                    return
+                seen.add(text)
+            out.records.append(schema.compact(record, strings))
+            return
+    out.bad_lines += 1
+    if listed:
+        out.bad.append(Unreadable(file, number, why))
+
+
+def parse_records(data: bytes, file: str, schema: Schema = RECORDS) -> tuple[list[dict[str, Any]], list[Unreadable]]:
+    """The valid records of one file (audit records, or NCCL's reads log with ``schema=READS``), and the
+    Unreadable entries of its bad lines (the first LISTED_PER_FILE one by one, then how many more)."""
+    parsed = parse_file(data, file, schema)
+    return parsed.records, parsed.bad
 
 
 def read_meta(run: Path) -> tuple[dict[str, Any], list[Unreadable]]:
@@ -291,6 +519,17 @@ def read_record_file(path: Path, schema: Schema = RECORDS) -> tuple[list[dict[st
     except UnreadableFile as exc:
         return None, [Unreadable(path.name, None, exc.reason)]
     return parse_records(data, path.name, schema)
+
+
+def read_file(path: Path, schema: Schema, budget: Budget) -> ParsedFile | Unreadable:
+    """One file of a launch directory, counted against the whole audit's budget; an Unreadable when not read."""
+    budget.take("files", 1)
+    try:
+        data = read_regular_file(str(path), MAX_RECORD_FILE_BYTES, follow_symlinks=False)
+    except UnreadableFile as exc:
+        return Unreadable(path.name, None, exc.reason)
+    budget.take("bytes", len(data))
+    return parse_file(data, path.name, schema, budget=budget, unique=True)
 
 
 def list_entries(directory: Path) -> list[os.DirEntry[str]]:

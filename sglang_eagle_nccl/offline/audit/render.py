@@ -3,8 +3,10 @@
 The default view has one section per machine (host name, boot, PID namespace: a container is a machine of
 its own) with four lines -- processes, communicators, NCCL's own reads, the EAGLE groups -- and, under
 them, every process or communicator that is not ✓ with why. Groups of one rank are counted, not listed
-(a TP 16 launch has dozens). ``--verbose`` adds every process, every communicator, every read and the
-per-group all-reduce tables.
+(a TP 16 launch has dozens). Machines that are all ✓ and whose four lines are the same, five or more of
+them, are folded into one section with their count (3,000 alike hosts take five lines); every machine that is not all ✓ is
+shown on its own. ``--verbose`` adds every process, every communicator, every read and the per-group
+all-reduce tables, one section per machine.
 
 Everything printed from a record is untrusted text (an audit directory may be copied, shared or
 tampered with): control characters are escaped, so a value cannot move the cursor, clear the screen or
@@ -35,10 +37,9 @@ def _is_helper(p: ProcessVerdict) -> bool:
     return not p.loaded_sglang and p.role not in ("launcher",) and not p.sglang_rank
 
 
-def _machine_label(report: Report, machine: tuple[str, str, str]) -> str:
+def _machine_label(grouped: _ByMachine, machine: tuple[str, str, str]) -> str:
     host, boot, pidns = machine
-    same_name = [m for m in report.machines() if m[0] == host]
-    if len(same_name) == 1:
+    if grouped.host_names[host] == 1:
         return f"host {host}"
     # Several machines share the name (containers, cloned VMs): say what tells them apart.
     return f"host {host} (boot {boot[:8]}, pid namespace {pidns})"
@@ -69,6 +70,8 @@ class _ByMachine:
         self.reads: dict[tuple[str, str, str], list[dict]] = {}
         for key, r in report.nccl_reads.items():
             self.reads.setdefault(machine_of.get(r.get("process", key), ("", "", "")), []).append(r)
+        # how many machines share each host name (counted once: a cluster has thousands of machines)
+        self.host_names = Counter(m[0] for m in report.machines())
         self.eagle: dict[tuple[str, str, str], list[dict]] = {}
         for e in report.eagle:
             self.eagle.setdefault(machine_of.get(e.get("process", ""), ("", "", "")), []).append(e)
@@ -77,7 +80,7 @@ class _ByMachine:
 def _compact_host(report: Report, machine: tuple[str, str, str], grouped: _ByMachine) -> list[str]:
     procs = grouped.procs.get(machine, [])
     comms = grouped.comms.get(machine, [])
-    lines = [f"{_machine_label(report, machine)}: {len(procs)} process(es)"]
+    lines = [f"{_machine_label(grouped, machine)}: {len(procs)} process(es)"]
     roles = Counter(("helper" if _is_helper(p) else p.role.split("_TP")[0].split("_DP")[0]) for p in procs)
     lines.append(f"  processes      {_counts(p.verdict for p in procs)}  ("
                  + ", ".join(f"{n} {role}" for role, n in sorted(roles.items())) + ")")
@@ -116,7 +119,7 @@ def _compact_host(report: Report, machine: tuple[str, str, str], grouped: _ByMac
 
 def _verbose_host(report: Report, machine: tuple[str, str, str], grouped: _ByMachine) -> list[str]:
     procs = grouped.procs.get(machine, [])
-    lines = [f"{_machine_label(report, machine)}", "", "Processes"]
+    lines = [f"{_machine_label(grouped, machine)}", "", "Processes"]
     lines.append(f"  {'':2}{'role':<26}{'pid':>8}  {'patch set':<22} notes")
     helpers = [p for p in procs if _is_helper(p) and p.verdict == "ok"]
     for p in sorted(procs, key=lambda x: (x.role != "launcher", x.role, x.pid)):
@@ -184,9 +187,12 @@ def format_text(report: Report, *, verbose: bool = False) -> str:
     lines += [f"Profile: {report.profile or '(unknown)'}", ""]
     machines = report.machines()
     grouped = _ByMachine(report)
-    for machine in machines:
-        lines += (_verbose_host if verbose else _compact_host)(report, machine, grouped)
-        lines.append("")
+    if verbose:
+        for machine in machines:
+            lines += _verbose_host(report, machine, grouped)
+            lines.append("")
+    else:
+        lines += _folded_hosts(report, machines, grouped)
     if not machines:
         lines += ["(no process left valid records)", ""]
     if verbose and report.allreduce_paths:
@@ -210,6 +216,7 @@ def format_text(report: Report, *, verbose: bool = False) -> str:
         if len(report.unreadable) > len(listed):
             lines.append(f"  ... and {len(report.unreadable) - len(listed)} more (--verbose or --json lists all)")
         lines.append("")
+    lines += _copies_section(report, verbose) + _cut_lines_section(report, verbose)
     if report.problems:
         lines.append("Problems")
         lines += [f"  ✗ {p}" for p in report.problems]
@@ -240,3 +247,73 @@ def _distinct_writes(writes: list[dict[str, object]]) -> list[dict[str, object]]
             seen.add(key)
             out.append(w)
     return out
+
+
+# Fewer alike machines than this are shown one by one (a small launch reads better host by host).
+FOLD_AT = 5
+
+
+def _all_ok(machine: tuple[str, str, str], grouped: _ByMachine) -> bool:
+    """Every process, communicator and NCCL read of the machine ✓ or – (nothing to list under it)."""
+    fine = ("ok", "absent")
+    return (all(p.verdict in fine for p in grouped.procs.get(machine, []))
+            and all(c.verdict in fine for c in grouped.comms.get(machine, []))
+            and all(r.get("verdict") in fine for r in grouped.reads.get(machine, [])))
+
+
+def _folded_hosts(report: Report, machines: list[tuple[str, str, str]], grouped: _ByMachine) -> list[str]:
+    """The default view's machine sections: all-✓ machines with the same four lines as one section with their
+    count (at the place of the first of them), every other machine on its own."""
+    blocks = [(m, _compact_host(report, m, grouped)) for m in machines]
+    alike: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
+    for machine, block in blocks:
+        if _all_ok(machine, grouped):
+            alike.setdefault(tuple(block[1:]), []).append(machine)
+    lines: list[str] = []
+    shown: set[tuple[str, ...]] = set()
+    for machine, block in blocks:
+        same = alike.get(tuple(block[1:]), []) if _all_ok(machine, grouped) else []
+        if len(same) < FOLD_AT:
+            lines += block + [""]
+            continue
+        if tuple(block[1:]) in shown:
+            continue
+        shown.add(tuple(block[1:]))
+        names = [_machine_label(grouped, m).removeprefix("host ") for m in same]
+        listed = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
+        count = block[0].rsplit(": ", 1)[-1]
+        lines += [f"✓ {len(same)} hosts alike, each {count}: {listed} (--verbose or --json lists every one)"]
+        lines += block[1:] + [""]
+    return lines
+
+
+def _copies_section(report: Report, verbose: bool) -> list[str]:
+    """Copies that disagree (each place), and how many files were found more than once and reconciled."""
+    conflicts = [c for c in report.copies if c.conflict]
+    lines: list[str] = []
+    if conflicts:
+        lines.append("Copies that disagree (each judged as it is; the verdict is ⚠ at best, ✗ where a copy holds a ✗)")
+        lines += [f"  ⚠ {c.text()}" for c in conflicts]
+    reconciled = [c for c in report.copies if not c.conflict]
+    if reconciled:
+        if not conflicts:
+            lines.append("Copies")
+        if verbose:
+            lines += [f"  {c.text()}" for c in reconciled]
+        else:
+            lines.append(f"  {len(reconciled)} process file(s) found in several places and counted once (identical "
+                         "copies, or a prefix of a longer copy; --verbose lists them)")
+    return lines + ([""] if lines else [])
+
+
+def _cut_lines_section(report: Report, verbose: bool) -> list[str]:
+    """Cut last lines (a process killed mid-write, a copy of a live file): listed, not a mark (see records)."""
+    if not report.cut_lines:
+        return []
+    listed = report.cut_lines if verbose else report.cut_lines[:20]
+    lines = ["Cut lines (the end of a file after its last newline: a process killed mid-write, or a copy of a file "
+             "being written; not a mark)"]
+    lines += [f"  {c.text()}" for c in listed]
+    if len(report.cut_lines) > len(listed):
+        lines.append(f"  ... and {len(report.cut_lines) - len(listed)} more (--verbose or --json lists all)")
+    return lines + [""]

@@ -65,6 +65,18 @@ def click_command(func):
     return click.command()(func)
 
 
+@pytest.fixture(autouse=True)
+def _no_tuner_rules_left_behind():
+    """`tuner` queries the native library in this process, which replaces its tuner rules (it is meant for a
+    diagnostic process); a later test of activation in the same pytest process expects a library that no
+    profile configured a tuner for, so the rules are cleared after each test here."""
+    yield
+    from sglang_eagle_nccl.native import binding
+
+    for loaded in binding._loaded.values():
+        loaded.configure_tuner([])
+
+
 # --- tuner --model-config ---------------------------------------------------------------------------
 
 

@@ -94,13 +94,15 @@ def test_a_declared_reads_log_is_read_whole_into_its_process(tmp_path):
         ],
         "tuner_inits": [{"abi": 3, "nranks": 8, "nnodes": 2, "rules": 1, "group": "tp", "comm_id": "c1"}],
         "unrecorded": 2,
+        "places": [reads_file()],
+        "conflicts": [],
     }
 
 
 def test_lines_of_another_pid_or_a_second_identity_line_are_refused_by_line_number(tmp_path):
     run = launch_dir(tmp_path / "run", {"proc-h-100.jsonl": [started(), declares_log()]})
     write_lines(
-        run / reads_file(), [reads_header(), a_read(pid=200), reads_header(), a_read("NCCL_ALGO", "Ring")]
+        run / reads_file(), [reads_header(), a_read(pid=200), {**reads_header(), "time": 2.0}, a_read("NCCL_ALGO", "Ring")]
     )
     launch = read_launch_records(run)
     name = reads_file()
@@ -152,7 +154,7 @@ def test_a_reads_log_its_process_did_not_declare_is_refused_by_name(tmp_path):
 # --- one launch directory --------------------------------------------------------------------------------
 
 
-def test_bad_lines_of_a_process_add_up_over_its_files(tmp_path):
+def test_two_files_of_one_process_that_disagree_are_two_versions_each_with_its_bad_lines(tmp_path):
     run = launch_dir(
         tmp_path / "run",
         {
@@ -160,9 +162,23 @@ def test_bad_lines_of_a_process_add_up_over_its_files(tmp_path):
             "proc-h-100-b.jsonl": [rec("process_role", title="x"), "{"],
         },
     )
-    (proc,) = read_launch_records(run).processes
-    assert proc.files == ["proc-h-100-b.jsonl", "proc-h-100.jsonl"]
-    assert proc.bad_lines == 2
+    first, second = read_launch_records(run).processes  # in an order fixed by their content
+    assert [first.files, second.files] == [["proc-h-100.jsonl"], ["proc-h-100-b.jsonl"]]
+    assert first.bad_lines == second.bad_lines == 1
+    assert first.conflicts == [["proc-h-100-b.jsonl"]] and second.conflicts == [["proc-h-100.jsonl"]]
+
+
+def test_a_file_that_is_a_prefix_of_another_copy_counts_as_the_longer_one(tmp_path):
+    run = launch_dir(
+        tmp_path / "run",
+        {"proc-h-100.jsonl": [started(), declares_log()], "proc-h-100 (copy).jsonl": [started()]},
+    )
+    launch = read_launch_records(run)
+    (proc,) = launch.processes
+    assert proc.conflicts == [] and proc.places == ["proc-h-100.jsonl", "proc-h-100 (copy).jsonl"]
+    assert [r["event"] for r in proc.records] == ["process_start", "nccl_reads_log"]
+    (note,) = launch.copies
+    assert note.to_dict()["prefixes"] == ["proc-h-100 (copy).jsonl"] and not note.conflict
 
 
 def test_a_directory_without_record_files_is_an_empty_launch_not_a_refusal(tmp_path):
@@ -191,7 +207,7 @@ def test_the_refusal_of_an_unreadable_launch_names_its_first_five_problems(tmp_p
 # --- several launch directories as one -------------------------------------------------------------------
 
 
-def test_merge_unions_files_sums_bad_lines_drops_copies_and_orders_by_time(tmp_path):
+def test_merge_reconciles_copies_lists_places_and_chooses_the_meta_by_content(tmp_path):
     first = started(ts=2.0)
     same_reordered = dict(reversed(list(first.items())))
     meta_b = {"profile": {"name": "other", "env": {"NCCL_PROTO": "Simple"}}}
@@ -201,15 +217,17 @@ def test_merge_unions_files_sums_bad_lines_drops_copies_and_orders_by_time(tmp_p
         {"proc-h-100-copy.jsonl": [same_reordered, rec("process_role", title="sglang::x", ts=1.0), "junk"]},
         meta=meta_b,
     )
-    merged = merge([read_launch_records(a), read_launch_records(b)])
-    assert merged.meta == META
-    assert merged.metas == [META, meta_b]
-    assert merged.run_dirs == [str(a), str(b)]
-    assert [u.file for u in merged.unreadable] == ["proc-h-100.jsonl", "proc-h-100-copy.jsonl"]
-    (proc,) = merged.processes
-    assert proc.files == ["proc-h-100.jsonl", "proc-h-100-copy.jsonl"]
-    assert proc.bad_lines == 2
-    assert [r["event"] for r in proc.records] == ["process_role", "process_start"]
+    for order in ([a, b], [b, a]):
+        merged = merge([read_launch_records(d) for d in order])
+        assert merged.meta == META  # by content (canonical JSON: "LL" < "Simple"), never by position
+        assert merged.metas == [META, meta_b]
+        assert merged.run_dirs == [str(a), str(b)]
+        assert [u.place for u in merged.unreadable] == [f"{a}/proc-h-100.jsonl", f"{b}/proc-h-100-copy.jsonl"]
+        (proc,) = merged.processes  # the same record in another key order: one line, a prefix of b's copy
+        assert proc.files == ["proc-h-100-copy.jsonl", "proc-h-100.jsonl"]
+        assert proc.places == [f"{b}/proc-h-100-copy.jsonl", f"{a}/proc-h-100.jsonl"]
+        assert proc.bad_lines == 1
+        assert [r["event"] for r in proc.records] == ["process_start", "process_role"]
 
 
 def test_merge_of_launches_without_launch_json_has_an_empty_object_as_meta(tmp_path):

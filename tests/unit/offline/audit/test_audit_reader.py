@@ -271,7 +271,7 @@ def test_json_output_lists_unreadable(tmp_path):
     result = CliRunner().invoke(main, ["audit", str(run), "--json"])
     data = json.loads(result.output)
     assert data["unreadable"] == [
-        {"file": "proc-h-100.jsonl", "line": 5, "reason": "not a JSON object but a list"}
+        {"file": "proc-h-100.jsonl", "line": 5, "reason": "not a JSON object but a list", "directory": ""}
     ]
 
 

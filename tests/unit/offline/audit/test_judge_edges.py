@@ -359,6 +359,8 @@ def test_the_report_names_the_profile_and_its_eagle_groups_by_process(tmp_path):
         "sglang_writes",
         "problems",
         "unreadable",
+        "cut_lines",
+        "copies",
         "nccl_reads",
         "allreduce_paths",
     }

@@ -165,7 +165,8 @@ def test_parse_records_keeps_the_valid_lines_and_names_each_bad_one():
 def test_unreadable_says_file_and_line():
     assert Unreadable("f", 3, "why").text() == "f:3: why" and Unreadable("f", None, "why").text() == "f: why"
     assert Unreadable("f", 0, "w").text() == "f:0: w"
-    assert Unreadable("f", None, "w").to_dict() == {"file": "f", "line": None, "reason": "w"}
+    assert Unreadable("f", None, "w").to_dict() == {"file": "f", "line": None, "reason": "w", "directory": ""}
+    assert Unreadable("f", 2, "w", "d").text() == "d/f:2: w" and Unreadable("f", 2, "w", "d").place == "d/f"
 
 
 @pytest.mark.parametrize(
