@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -45,6 +44,9 @@ sys.path.insert(0, str(REPO))
 
 from packaging.specifiers import SpecifierSet  # noqa: E402
 from packaging.version import Version  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cache_root import cache_root  # noqa: E402 - the CI scripts' one cache rule (ci/cache_root.py)
 
 from sglang_eagle_nccl.contract import versions as pep440  # noqa: E402
 from sglang_eagle_nccl.knowledge._toml import loads as toml_loads  # noqa: E402
@@ -61,9 +63,6 @@ ANALYSIS_SOURCES = (
 )
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SGLANG_EAGLE_NCCL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sglang-eagle-nccl"))
 
 
 def cache_dir() -> Path:

@@ -6,8 +6,9 @@
     python3 ci/sglang_venv.py freeze 0.5.23        # rewrites ci/sglang_venv_pins/sglang-0.5.23.txt
     python3 ci/sglang_venv.py versions             # the versions this script knows
 
-A venv lives in ``${SGLANG_EAGLE_NCCL_CACHE:-~/.cache/sglang-eagle-nccl}/venvs/sglang-<ver>``, never in
-the repository. It holds the CPU build of torch, ``sglang==<ver>`` installed ``--no-deps``, the few
+A venv lives in ``<cache>/venvs/sglang-<ver>``, never in the repository; ``<cache>`` is
+``$SGLANG_EAGLE_NCCL_CACHE``, else ``$XDG_CACHE_HOME/sglang-eagle-nccl``, else
+``~/.cache/sglang-eagle-nccl`` (one rule for every CI script: ``ci/cache_root.py``). It holds the CPU build of torch, ``sglang==<ver>`` installed ``--no-deps``, the few
 dependencies SGLang really needs to import and run an engine on CPU (see
 ``tests/support/sglang_cpu_standins.py`` says which and why), pytest, the plugin's runtime dependencies, and the CPU test stand-ins
 (``tests/support/sglang_cpu_standins.py``) copied into site-packages with a ``.pth`` line that activates
@@ -51,6 +52,10 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import progress  # noqa: E402 - ci/ is not a package; this script runs before any venv
+from cache_root import cache_root  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STANDINS_SOURCE = REPO_ROOT / "tests" / "support" / "sglang_cpu_standins.py"
@@ -183,7 +188,8 @@ def base_spec() -> VersionSpec:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("SGLANG_EAGLE_NCCL_CACHE") or Path.home() / ".cache" / "sglang-eagle-nccl")
+    """The CI scripts' one cache folder (ci/cache_root.py: SGLANG_EAGLE_NCCL_CACHE, else XDG_CACHE_HOME's, else ~/.cache's)."""
+    return cache_root()
 
 
 def venv_dir(version: str) -> Path:
@@ -205,13 +211,11 @@ def _log(version: str, message: str) -> None:
 
 
 def _run(cmd: list[str], *, version: str, what: str, env: dict[str, str] | None = None) -> None:
-    """Run one step, print how long it took, and stop with the tail of its output if it fails."""
-    started = time.monotonic()
-    _log(version, f"{what} ...")
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    elapsed = time.monotonic() - started
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.splitlines()[-40:])
+    """Run one step, saying how it progresses (ci/progress.py: pip's counts, a line at least every
+    10 s) and how long it took; stop with the tail of its output if it fails."""
+    code, lines, elapsed = progress.run(cmd, what=what, say=lambda text: _log(version, text), env=env)
+    if code != 0:
+        tail = "\n".join(lines[-40:])
         sys.exit(f"[sglang-venv {version}] FAILED ({elapsed:.1f}s): {what}\n$ {' '.join(cmd)}\n{tail}")
     _log(version, f"{what}: done in {elapsed:.1f}s")
 
@@ -290,7 +294,7 @@ def sglang_wheel(version: str) -> Path:
     wheels.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".download-{version}-", dir=wheels) as tmp:
         _run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"sglang=={version}", "-d", tmp],
+            [sys.executable, "-m", "pip", "download", "--no-deps", f"sglang=={version}", "-d", tmp],
             version=version, what=f"downloading the sglang {version} wheel",
         )
         got = sorted(Path(tmp).glob(f"sglang-{version}-*.whl"))
@@ -392,7 +396,8 @@ def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool, ba
     pins = pins_file(version)
     constraints.write_text(TORCH_PIN + "\n" + (pins.read_text() if pins.is_file() else ""))
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    pip = [vpy, "-m", "pip", "install", "--quiet", "-c", str(constraints)]
+    # Not --quiet: ci/progress.py condenses pip's lines into counts (collected, downloaded, installing).
+    pip = [vpy, "-m", "pip", "install", "-c", str(constraints)]
 
     deps = [TORCH_PIN, *COMMON_DEPS, *spec.deps]
     what = f"installing {len(deps)} dependencies" + (" (those the base lacks or pins differently)" if base else "")
@@ -413,7 +418,7 @@ def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool, ba
         extras_pins = PINS_DIR / spec.extras_pins if spec.extras_pins else None
         extras_constraints.write_text(
             constraints.read_text() + "\n" + (extras_pins.read_text() if extras_pins and extras_pins.is_file() else ""))
-        _run([vpy, "-m", "pip", "install", "--quiet", "-c", str(extras_constraints), *spec.extras], version=version,
+        _run([vpy, "-m", "pip", "install", "-c", str(extras_constraints), *spec.extras], version=version,
              what=f"installing {', '.join(spec.extras)} (this version's venv only)", env=env)
     install_standins(venv)
     _log(version, f"installed the CPU stand-ins (active when {STANDINS_ENV_VAR}=1)")
@@ -433,15 +438,30 @@ def _build_locked(spec: VersionSpec, venv: Path, *, python: str, force: bool, ba
     return wanted
 
 
+PLUGIN_STAMP = "plugin-wheel.sha256"
+
+
 def install_plugin_wheel(version: str, wheel: Path) -> None:
-    """Reinstall the plugin from its built wheel (deps are already in the base venv: stays offline)."""
+    """Reinstall the plugin from its built wheel (deps are already in the base venv: stays offline).
+
+    Skipped when the venv already holds exactly this wheel (same sha256; the build is reproducible):
+    a second ``./ci/quickstart``, or its test running inside the venv while another test process
+    uses the same venv, never rewrites the plugin's files under a running process.
+    """
     venv = venv_dir(version)
     vpy = str(venv_python(venv))
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    stamp = venv / PLUGIN_STAMP
+    installed = (_site_packages(venv_python(venv)) / "sglang_eagle_nccl" / "__init__.py").is_file()
+    if installed and stamp.is_file() and stamp.read_text().strip() == digest:
+        _log(version, f"plugin wheel {wheel.name} already installed (same sha256)")
+        return
     _run(
-        [vpy, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)],
+        [vpy, "-m", "pip", "install", "--no-deps", "--force-reinstall", str(wheel)],
         version=version, what=f"installing plugin wheel {wheel.name}",
         env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"),
     )
+    stamp.write_text(digest + "\n")
 
 
 def freeze(version: str) -> Path:

@@ -16,7 +16,7 @@ process of that session is left. Greedy EAGLE output must equal the plain output
 
 Every step's full stdout/stderr (SGLang's start-up timings, "Prefill batch" / "Decode batch" lines with
 accept length and throughput -- logged for every batch, ``--decode-log-interval 1``) is kept in
-``${SGLANG_EAGLE_NCCL_CACHE:-~/.cache/sglang-eagle-nccl}/logs/smoke-<version>-<step>.log``, with a summary
+``<cache>/logs/smoke-<version>-<step>.log`` (``<cache>``: ci/cache_root.py), with a summary
 in ``smoke-<version>-summary.json``. Exit status 0 only if every step passed.
 """
 
@@ -37,7 +37,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "tests" / "support"))
 
 import sglang_cpu_run as run  # noqa: E402
+
+sys.path.insert(0, str(REPO_ROOT / "ci"))
 import tiny_models  # noqa: E402
+from cache_root import cache_root  # noqa: E402 - the CI scripts' one cache rule (ci/cache_root.py)
 
 RESULT_MARK = "SMOKE_RESULT "
 PROMPT = [1, 17, 33, 71, 105, 260]
@@ -47,7 +50,7 @@ TP_SIZE = 2
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("SGLANG_EAGLE_NCCL_CACHE") or Path.home() / ".cache" / "sglang-eagle-nccl")
+    return cache_root()  # ci/cache_root.py: the one rule of the CI scripts
 
 
 def steps_for(version: str) -> list[str]:

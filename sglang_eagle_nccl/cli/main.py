@@ -12,6 +12,7 @@ import click
 from sglang_eagle_nccl import __version__
 from sglang_eagle_nccl.cli import audit, diagnose, profiles, run, tuner
 from sglang_eagle_nccl.cli import sizes as sizes_cli
+from sglang_eagle_nccl.cli.help_format import unbroken_hyphens
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -25,6 +26,7 @@ def main() -> None:
       python -m sglang.launch_server ... --nccl-profile pcie-8gpu --nccl-env NCCL_PROTO=LL
       SGLANG_EAGLE_NCCL=pcie-8gpu python my_engine_script.py        (Engine API)
 
+    \b
     Then read what every process and communicator actually got:
       sglang-eagle-nccl audit <audit dir printed at start>
     """
@@ -40,6 +42,7 @@ for _command in (
     main.add_command(_command)
 
 main.add_command(sizes_cli.sizes)
+unbroken_hyphens([main])
 
 
 if __name__ == "__main__":  # pragma: no cover

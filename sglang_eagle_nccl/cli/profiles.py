@@ -27,14 +27,26 @@ def profiles_list(as_json: bool) -> None:
     rows = []
     for name in builtin_names():
         p = resolve([name], use_environ=False).profile
-        rows.append({"name": name, "description": p.description, "env": p.env_dict()})
+        rows.append({"name": name, "description": p.description, "env": p.env_dict(),
+                     "tuner_rules": list(p.tuner_rules)})
     if as_json:
         emit_json(rows)
         return
+    # Everything a profile sets: its variables and its tuner rules (pcie-8gpu-eagle's choice is a rule).
+    width = max(len(r["name"]) for r in rows)
     for r in rows:
-        click.echo(f"{r['name']:<14} {r['description']}")
+        click.echo(f"{r['name']:<{width}}  {r['description']}")
         for k, v in r["env"].items():
-            click.echo(f"{'':<14}   {k}={v}")
+            click.echo(f"{'':<{width}}    {k}={v}")
+        for line in _rule_lines(r["tuner_rules"]):
+            click.echo(f"{'':<{width}}    {line}")
+
+
+def _rule_lines(rules: Any) -> list[str]:
+    """One line per tuner rule, in the order the tuner tries them (first match wins)."""
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_from_dict
+
+    return [f"tuner rule {i}: {rule_from_dict(r).describe()}" for i, r in enumerate(rules, 1)]
 
 
 @profiles.command("show")
@@ -85,6 +97,10 @@ def profiles_show(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], as_j
         click.echo(f"Node {n}:")
         for k, v in pairs:
             click.echo(f"  {k}={v}")
+    if p.tuner_rules:
+        click.echo("Tuner rules (the plugin's NCCL tuner; first match wins):")
+        for line in _rule_lines(p.tuner_rules):
+            click.echo(f"  {line}")
     click.echo("Policy: " + ", ".join(f"{k}={v}" for k, v in p.policy.to_dict().items()))
 
 
@@ -164,7 +180,7 @@ def validate(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], allow_unk
         if as_json:
             emit_json({"ok": False, "findings": [f.to_dict() for f in exc.findings]})
         else:
-            click.echo(str(exc), err=True)
+            click.echo(exc.text(), err=True)  # validate only checks: there is nothing it could have applied
             for f in exc.findings:
                 if f.severity == "warning":
                     click.echo(f"  warning: {f.message()}", err=True)

@@ -161,11 +161,22 @@ EVENTS = _table(
            "library": opt(STR), "group_overrides": opt(ENV)}),
     Event("torch_pg_options", "inproc/hooks/hook_groups.py", "SGLang asked for a torch device group's options",
           {}, {"group": opt(STR), "options": opt(STR)}, judged=False),
+    Event("rank_stopped", "inproc/preflight_rank.py",
+          "a preflight rank stopped before its work was done: the stage (e.g. 'import SGLang') and the error's first line",
+          {"stage": STR, "error": STR}),
     Event("eagle_groups", "inproc/hooks/hook_workers.py", "which existing groups an EAGLE worker's draft and verify run on",
           {"worker": STR},
           {"module": opt(STR), "draft": opt(map_of(GROUP_DESCRIPTION)), "verify": opt(map_of(GROUP_DESCRIPTION)),
            "draft_note": opt(STR), "new_groups": BOOL}, judged=False),
 )
+
+# rank_stopped's ``stage``: what a preflight rank does, in order (inproc/preflight_rank.py). The judge
+# names the cause from it: a rank stopped at STAGE_IMPORT_SGLANG never imported SGLang.
+STAGE_ACTIVATION = "activation"
+STAGE_IMPORT_TORCH = "import torch"
+STAGE_IMPORT_SGLANG = "import SGLang"
+STAGE_DISTRIBUTED_INIT = "SGLang's distributed init"
+STAGE_EXERCISE = "one collective per group"
 
 # Added by sb_head (native/src/json_line.c) to every line of the reads log.
 READS_COMMON = {"event": STR, "pid": INT, "time": NUM}

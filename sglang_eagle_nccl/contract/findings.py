@@ -66,10 +66,16 @@ class ProfileError(PluginStop):
 
     def __init__(self, findings: Iterable[Finding]):
         self.findings: tuple[Finding, ...] = tuple(findings)
-        errors = [f for f in self.findings if f.severity == "error"]
-        lines = [f"{len(errors)} problem(s) in the NCCL profile; nothing was applied:"]
+        super().__init__(self.text("nothing was applied"))
+
+    def text(self, consequence: str | None = None) -> str:
+        """Every error, one per line, under a header that says what followed (``consequence``):
+        where the profile was to be applied, "nothing was applied"; ``validate``, which never
+        applies anything, says nothing of the kind."""
+        errors = self.errors
+        lines = [f"{len(errors)} problem(s) in the NCCL profile" + (f"; {consequence}:" if consequence else ":")]
         lines += [f"  - {f.message()}" for f in errors]
-        super().__init__("\n".join(lines))
+        return "\n".join(lines)
 
     @property
     def errors(self) -> tuple[Finding, ...]:

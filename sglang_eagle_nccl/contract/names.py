@@ -64,6 +64,12 @@ def parse_node_rank(text: str) -> int | None:
 # launcher (it inherits the launcher's decisions instead of making them).
 ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
 
+# The switch of this project's CPU test venvs (ci/sglang_venv.py copies the stand-ins of
+# tests/support/sglang_cpu_standins.py into them, behind a .pth line that reads it): stand-ins for
+# GPU-only kernels, so that SGLang imports on a machine without a GPU. The plugin never reads it; it
+# is named here because preflight's hint for a rank that could not import SGLang names it.
+ENV_TEST_CPU_STANDINS = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
+
 # The one placeholder a profile value may hold (see profile/placeholders.py).
 AUDIT_DIR_PLACEHOLDER = "{audit_dir}"
 

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from sglang_eagle_nccl.contract import events
+
 TINY_LLAMA = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
@@ -77,6 +79,45 @@ def _server_args(tp_size: int, dp_size: int, dp_attention: bool, device: str, nn
     return _call_filtered(ServerArgs, **fields) if not hasattr(ServerArgs, "__struct_fields__") else ServerArgs(
         **{k: v for k, v in fields.items() if k in ServerArgs.__struct_fields__}
     )
+
+
+# What a preflight rank does, in order; a rank that stops says at which stage (rank_stopped).
+STAGE_ACTIVATION = events.STAGE_ACTIVATION
+STAGE_TORCH = events.STAGE_IMPORT_TORCH
+STAGE_SGLANG = events.STAGE_IMPORT_SGLANG
+STAGE_INIT = events.STAGE_DISTRIBUTED_INIT
+STAGE_EXERCISE = events.STAGE_EXERCISE
+
+
+def import_sglang() -> None:
+    """The first import of SGLang in this rank, as its own stage: when it fails, the rank can say
+    that SGLang was never imported (rather than leave the audit to wonder why no group was built)."""
+    import sglang  # noqa: F401
+    from sglang.srt.distributed import parallel_state  # noqa: F401
+
+
+def first_line(exc: BaseException) -> str:
+    """``Type: the first non-empty line of the message`` (what a summary shows of an error)."""
+    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def record_stop(stage: str, exc: BaseException) -> str:
+    """Write this rank's ``rank_stopped`` record (when it audits) and return the error's first line.
+
+    The plugin's own stops (a refusal, ranks that disagree) are recorded where they are decided,
+    with their own event; recording them again here would list one cause twice.
+    """
+    from sglang_eagle_nccl.contract.errors import PluginStop
+    from sglang_eagle_nccl.inproc.boot.state import STATE
+
+    line = first_line(exc)
+    if STATE.audit is not None and not isinstance(exc, PluginStop):
+        try:
+            STATE.audit.write("rank_stopped", stage=stage, error=line)
+        except Exception:  # noqa: BLE001 - the rank reports the error to preflight either way
+            pass
+    return line
 
 
 def init_groups(
@@ -177,3 +218,24 @@ def exercise(groups: list[Any], device: str) -> list[str]:
         dist.all_reduce(t, group=group.device_group)
         done.append(getattr(group, "unique_name", "?"))
     return done
+
+
+def tear_down() -> None:
+    """Take SGLang's groups down the way its own shutdown does, then torch.distributed.
+
+    SGLang's shared-memory broadcast queue of a TP group is unlinked only when its group is
+    destroyed; a rank that just exits leaves it to multiprocessing's resource tracker, which warns
+    about a "leaked shared_memory object" after preflight has printed its verdict.
+    """
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.barrier()  # no rank takes a group down while another still uses it
+    from sglang.srt.distributed import parallel_state as ps
+
+    for name in ("destroy_model_parallel", "destroy_distributed_environment"):
+        destroy = getattr(ps, name, None)
+        if destroy is not None:
+            destroy()
+    if dist.is_initialized():
+        dist.destroy_process_group()

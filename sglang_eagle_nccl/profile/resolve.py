@@ -73,6 +73,7 @@ def resolve(
             findings += f
             merged.env.update(env_env)
             merged.origin.update({f"env:{k}": names.ENV_ENV for k in env_env})
+            merged.wrote(f"env:{k}" for k in env_env)
             sources.append(names.ENV_ENV)
         env_policy = policy_from_environ(environ)
         if env_policy:
@@ -82,6 +83,7 @@ def resolve(
     findings += f
     merged.env.update(flag_env)
     merged.origin.update({f"env:{k}": "--nccl-env" for k in flag_env})
+    merged.wrote(f"env:{k}" for k in flag_env)
     if env_flags:
         sources.append("--nccl-env")
         layer_names.append("flags")
@@ -113,11 +115,16 @@ def validate_layer(
 
     nccl_version = Version(policy.nccl_version) if policy.nccl_version else None
 
+    # The problems of each value, listed at the end in the order the user wrote the values
+    # (merged.order: sources in precedence order, a file in its own order), not the order of the
+    # tables a profile extends.
+    per_value: list[tuple[str, Finding]] = []
+
     def check_pairs(pairs: Mapping[str, str], where: str, origin_prefix: str) -> None:
         for k, v in pairs.items():
             src = merged.origin.get(f"{origin_prefix}:{k}", where)
-            findings.extend(
-                x.with_source(src)
+            per_value.extend(
+                (f"{origin_prefix}:{k}", x.with_source(src))
                 for x in nccl_vars.check(k, v, allow_unknown=policy.allow_unknown, nccl_version=nccl_version)
             )
 
@@ -141,19 +148,19 @@ def validate_layer(
                     if spec is None or spec.scope == "process"
                     else f"{k} is read by PyTorch per process group, not by NCCL per communicator"
                 )
-                findings.append(
+                per_value.append((f"groups.{gname}:{k}",
                     error(
                         k, v, f"[groups.{gname}.env]: {why}",
                         f"move {k} to [env] (same value in every group); only per-communicator variables "
                         f"({', '.join(sorted(n for n, s in nccl_vars.table().items() if s.per_communicator))}) "
                         "may differ per group",
                     ).with_source(merged.origin.get(f"groups.{gname}:{k}"))
-                )
+                ))
     for nrank, nenv in merged.nodes.items():
         check_pairs(nenv, f"nodes.{nrank}.env", f"nodes.{nrank}")
         for k, v in nenv.items():
             if nccl_vars.is_allowed_name(k) and nccl_vars.rank_rule(k) == "must_match":
-                findings.append(
+                per_value.append((f"nodes.{nrank}:{k}",
                     error(
                         k, v,
                         f"[nodes.{nrank}.env]: every rank of a communicator must hold the same {k}; a per-node "
@@ -161,7 +168,11 @@ def validate_layer(
                         f"move {k} to [env]; per-node sections are for node-local variables such as "
                         "NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_TOPO_FILE",
                     ).with_source(merged.origin.get(f"nodes.{nrank}:{k}"))
-                )
+                ))
+    written = {key: i for i, key in enumerate(merged.order)}
+    # Stable: one value's own problems keep their order; a value no source wrote (none today) goes last.
+    per_value.sort(key=lambda kf: written.get(kf[0], len(written)))
+    findings += [f for _, f in per_value]
     for kept in policy.sglang_wins:
         if kept not in merged.env:
             findings.append(

@@ -50,6 +50,17 @@ class _Layer:
     description: str = ""
     # [[tuner.rules]] as written (checked in resolve), each with the source it came from.
     tuner_rules: list[tuple[Any, str]] = field(default_factory=list)
+    # Where each value was written ("env:NCCL_X", "groups.tp:NCCL_X", "nodes.1:NCCL_X" as in origin),
+    # in the order the user wrote them: sources in precedence order, each in its own order (a file:
+    # as TOML reads it). A value written again moves to its latest place. Problems are listed in
+    # this order (resolve.validate_layer).
+    order: list[str] = field(default_factory=list)
+
+    def wrote(self, keys: Iterable[str]) -> None:
+        """Record that the values at ``keys`` were (re)written now, in this order."""
+        keys = list(keys)
+        again = set(keys)
+        self.order = [k for k in self.order if k not in again] + keys
 
     def merge(self, other: _Layer) -> None:
         self.env.update(other.env)
@@ -64,6 +75,7 @@ class _Layer:
         # First match wins: a later layer's rules (a file on top of a built-in it extends, a second
         # --profile) come first, so they take precedence over the rules they are layered on.
         self.tuner_rules = list(other.tuner_rules) + self.tuner_rules
+        self.wrote(other.order)
 
 
 _TOP_KEYS = {"name", "description", "extends", "env", "groups", "nodes", "policy", "tuner"}
@@ -266,7 +278,29 @@ def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) ->
         else:
             # A file's own rules replace those of the built-in it extends only by coming first.
             layer.tuner_rules = [(r, source) for r in rules] + layer.tuner_rules
+    layer.wrote(_document_order(doc, node_ranks, layer))
     return layer, [f.with_source(source) for f in findings]
+
+
+def _document_order(doc: dict[str, Any], node_ranks: dict[str, int], layer: _Layer) -> list[str]:
+    """The values this document wrote (as origin keys), in the order TOML reads them: tables in
+    the order they first appear, each table's names in the order written."""
+    out: list[str] = []
+    for key, table in doc.items():
+        if key == "env" and isinstance(table, dict):
+            out += [f"env:{k}" for k in table if k in layer.env]
+        elif key == "groups" and isinstance(table, dict):
+            for gname, gtable in table.items():
+                env = gtable.get("env") if isinstance(gtable, dict) else None
+                if isinstance(env, dict):
+                    out += [f"groups.{gname}:{k}" for k in env if k in layer.groups.get(gname, {})]
+        elif key == "nodes" and isinstance(table, dict):
+            for nkey, ntable in table.items():
+                env = ntable.get("env") if isinstance(ntable, dict) else None
+                rank = node_ranks.get(nkey)
+                if rank is not None and isinstance(env, dict):
+                    out += [f"nodes.{rank}:{k}" for k in env if k in layer.nodes.get(rank, {})]
+    return out
 
 
 def check_node_keys(keys: Iterable[str]) -> tuple[dict[str, int], list[Finding]]:
@@ -350,12 +384,17 @@ def load_spec(spec: str, variable: str = "profile") -> tuple[_Layer, list[Findin
         return parse_toml_profile(builtin_text(spec), f"builtin:{spec}", allow_extends=False)
     if "/" in spec or spec.endswith(".toml") or os.path.exists(spec):
         return read_profile_file(spec)
-    close = [n for n in builtin_names() if n.startswith(spec[:3])] or builtin_names()
+    # The Fix lists every built-in there is (the registry, not a literal), and the closest one.
+    available = builtin_names()
+    from difflib import get_close_matches
+
+    closest = get_close_matches(spec, available, n=1)
     return _Layer(), [
         error(
             variable, spec,
             "no built-in profile has this name and no such file exists",
-            f"use a built-in profile ({', '.join(close)}) or a path to a .toml file",
+            f"use a built-in profile ({', '.join(available)}"
+            + (f"; closest: {closest[0]}" if closest else "") + ") or a path to a .toml file",
         )
     ]
 

@@ -47,13 +47,22 @@ def _rehearsal_python() -> str | None:
             f"${REHEARSAL_PYTHON_VAR}={named} is no SGLang >= 0.5.23 CPU venv"
         )
         return named
+    python = _VENV_023 / "bin" / "python"
+    return str(python) if python.exists() and _has_sglang_with_standins(str(python)) else None
+
+
+def _venv_023() -> Path:
     sys.path.insert(0, str(REPO / "ci"))
     try:
         import sglang_venv
     finally:
         sys.path.pop(0)
-    python = sglang_venv.venv_dir("0.5.23") / "bin" / "python"
-    return str(python) if python.exists() and _has_sglang_with_standins(str(python)) else None
+    return sglang_venv.venv_dir("0.5.23")
+
+
+# Found at collection, before tests/conftest.py points XDG_CACHE_HOME at a temporary folder (part of
+# the CI scripts' cache rule, ci/cache_root.py): the venv is in the user's cache.
+_VENV_023 = _venv_023()
 
 
 def _has_module(python: str, module: str) -> bool:

@@ -7,7 +7,7 @@ testpaths, which must pass on a fresh clone with an empty cache.
 
 from __future__ import annotations
 
-import os
+import sys
 import zipfile
 from pathlib import Path
 
@@ -17,11 +17,14 @@ from packaging.version import Version
 from sglang_eagle_nccl.knowledge.sglang import patchsets
 
 # Read at collection, before tests/conftest.py points XDG_CACHE_HOME at a temporary folder (it does
-# so that tests sign profiles with a key of their own): the wheels are in the user's cache.
-CACHE = Path(
-    os.environ.get("SGLANG_EAGLE_NCCL_CACHE")
-    or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sglang-eagle-nccl")
-)
+# so that tests sign profiles with a key of their own): the wheels are in the user's cache, found by
+# the CI scripts' one rule (ci/cache_root.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
+try:
+    from cache_root import cache_root
+finally:
+    sys.path.pop(0)
+CACHE = cache_root()
 
 
 def _wheel(version: str) -> Path:

@@ -229,3 +229,14 @@ def test_editable_install_compiles_in_place(tmp_path):
     status_line, path_line = out.stdout.strip().splitlines()
     assert status_line.startswith("(True,")
     assert Path(path_line) == copy / NATIVE / build.LIBRARY_NAME
+    # An editable install has the interpreter-start bootstrap too (issue 27: the README said only the
+    # wheel ships it): the .pth line is in site-packages, and a fresh interpreter that merely has the
+    # gate set applies the profile at start, before any import of the plugin.
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert (Path(site) / "sglang_eagle_nccl.pth").is_file()
+    started = subprocess.run(
+        [str(python), "-c", "import os, sys; print(os.environ.get('NCCL_PROTO'), 'sglang_eagle_nccl' in sys.modules)"],
+        capture_output=True, text=True, check=True, env=clean_env(SGLANG_EAGLE_NCCL="pcie-8gpu"), cwd=tmp_path,
+    )
+    assert started.stdout.split() == ["LL", "True"], started.stdout + started.stderr

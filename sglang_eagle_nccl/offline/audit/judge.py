@@ -197,6 +197,8 @@ class Report:
     run_dirs: list[str] = field(default_factory=list)
     cut_lines: list[CutLine] = field(default_factory=list)
     copies: list[CopyNote] = field(default_factory=list)
+    # groups whose ranks agreed on every must-match variable (consistency_ok), one entry per rank's record
+    agreements: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -227,6 +229,7 @@ class Report:
             "copies": [c.to_dict() for c in self.copies],
             "nccl_reads": dict(sorted(self.nccl_reads.items())),
             "allreduce_paths": self.allreduce_paths,
+            "agreements": self.agreements,
         }
 
 
@@ -248,6 +251,10 @@ class _Launch:
         self.paths: dict[str, dict[str, Any]] = {}
         # machine (None: the whole launch) -> schedulers its launcher said it would start
         self.expected_schedulers: dict[tuple[str, str, str] | None, int] = {}
+        # processes (key_text) that recorded why they stopped (rank_stopped): the cause, not a guess
+        self.stopped: set[str] = set()
+        # consistency_ok records: the groups whose ranks agreed on every must-match variable
+        self.agreements: list[dict[str, Any]] = []
 
 
 class _Process:
@@ -375,6 +382,15 @@ def _consistency(state: _Process, rec: Mapping[str, Any], exp: Expectation | Non
                f"ranks disagree in group '{rec['group']}' (consistency={mode}): {detail}")
 
 
+def _rank_stopped(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
+    """rank_stopped: a preflight rank stopped before its groups existed; the cause it saw, as its note."""
+    from sglang_eagle_nccl.contract.events import STAGE_IMPORT_SGLANG
+
+    what = "SGLang was never imported" if rec["stage"] == STAGE_IMPORT_SGLANG else f"stopped at {rec['stage']}"
+    state.mark("fail", f"{what}: {rec['error']}")
+    state.launch.stopped.add(state.proc.name)
+
+
 def _patch_set(state: _Process, rec: Mapping[str, Any], exp: Expectation | None) -> None:
     for u in rec.get("uncovered") or []:
         state.mark("warn", f"uncovered (allow_partial): {u['target']}")
@@ -398,6 +414,7 @@ JUDGES: dict[str, Judge] = {
     "consistency_mismatch": _consistency,
     "consistency_failed": _consistency,
     "patch_set": _patch_set,
+    "rank_stopped": _rank_stopped,
 }
 
 
@@ -530,6 +547,9 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             before = nccl_reads.get(proc.name)
             if before is None or order[rv.verdict] > order[before["verdict"]]:
                 nccl_reads[proc.name] = entry
+        for rec in proc.events("consistency_ok"):
+            launch.agreements.append({"group": rec["group"], "ranks": list(rec.get("ranks") or []),
+                                      "process": proc.name})
         for rec in proc.events("eagle_groups"):
             launch.eagle.append({"pid": proc.pid, "host": proc.host, "process": proc.name,
                                  **{k: rec.get(k) for k in ("worker", "draft", "verify", "draft_note")}})
@@ -565,9 +585,11 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
             )
     with_comms = {c.process for c in comms}  # a set: a launch of thousands of processes stays linear
     for p in rank_processes:
-        stopped = any("ranks disagree" in n for n in p.notes)
+        stopped = any("ranks disagree" in n for n in p.notes) or p.process in launch.stopped
         if not stopped and p.process not in with_comms:
-            problems.append(f"{p.role} pid {p.pid} on {p.host} recorded no communicator (group hooks not installed?)")
+            # Say what the records show, not a guess at why (a rank that recorded its cause is listed with it).
+            problems.append(f"{p.role} pid {p.pid} on {p.host} recorded no communicator: it built no SGLang group "
+                            "and left no record of why (its own output says where it stopped)")
     for p in pverdicts:
         if p.verdict == "fail":
             problems.append(f"{p.role} pid {p.pid} on {p.host}: " + "; ".join(n for n in p.notes if n))
@@ -594,6 +616,7 @@ def judge(meta: Mapping[str, Any], processes: list[ProcessRecords], run_dir: str
         problems=problems,
         nccl_reads=nccl_reads,
         allreduce_paths=launch.paths,
+        agreements=launch.agreements,
     )
 
 

@@ -225,6 +225,7 @@ def format_text(report: Report, *, verbose: bool = False) -> str:
     # for the processes only.
     checked_comms = any(c.verdict != "absent" for c in report.communicators)
     if not verbose:
+        lines += _what_the_verdict_covers(report)
         lines.append("(--verbose: every process, communicator, NCCL read and all-reduce table; --json: every record)")
     lines.append(
         f"Verdict: {MARK[report.verdict]} "
@@ -235,6 +236,15 @@ def format_text(report: Report, *, verbose: bool = False) -> str:
            "absent": "nothing to judge"}[report.verdict]
     )
     return "\n".join(printable(line) for line in lines)
+
+
+def _what_the_verdict_covers(report: Report) -> list[str]:
+    """In the default view, right above the verdict line (which stays the last): what was checked and
+    held, what could not be checked here, what to run next (offline/audit/coverage.py)."""
+    from sglang_eagle_nccl.offline.audit.coverage import coverage_lines
+
+    lines = coverage_lines(report)
+    return ["What the verdict covers", *lines, ""] if lines else []
 
 
 def _distinct_writes(writes: list[dict[str, object]]) -> list[dict[str, object]]:

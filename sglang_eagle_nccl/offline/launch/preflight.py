@@ -21,6 +21,7 @@ from sglang_eagle_nccl.inproc.boot import environ
 from sglang_eagle_nccl.inproc.child_env import child_environment
 from sglang_eagle_nccl.offline.audit.judge import MARK, Report, load_report
 from sglang_eagle_nccl.offline.audit.render import format_text
+from sglang_eagle_nccl.offline.launch.rank_output import RankRelay, known_cause
 
 
 class PreflightError(RuntimeError):
@@ -36,6 +37,7 @@ class RankOutcome:
     init_path: str = ""
     exercised: list[str] = field(default_factory=list)
     traceback: str = ""
+    stage: str = ""  # where a rank that failed stopped (inproc/preflight_rank.py: STAGE_*)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -63,10 +65,20 @@ class PreflightResult:
 
     def format_text(self) -> str:
         lines = []
+        shown: dict[str, int] = {}  # error message -> the rank whose cause and traceback were shown
         for r in self.ranks:
             mark = "✓" if r.status == "ok" else "✗"
-            lines.append(f"{mark} rank {r.rank}: {r.status}" + (f" ({r.init_path})" if r.init_path and r.status == "ok" else "") + (f": {r.message}" if r.message else ""))
-            if r.traceback and r.status != "ok" and "ConsistencyError" not in r.message:
+            lines.append(f"{mark} rank {r.rank}: {_outcome_text(r)}")
+            if r.status == "ok":
+                continue
+            if r.message in shown:
+                lines.append(f"    (the same error as rank {shown[r.message]})")
+                continue
+            shown[r.message] = r.rank
+            cause = known_cause(r.message)
+            if cause:
+                lines.append(f"    cause: {cause}")
+            if r.traceback and "ConsistencyError" not in r.message:
                 lines += ["    " + x for x in r.traceback.strip().splitlines()[-8:]]
         lines.append("")
         if self.report is not None:
@@ -75,6 +87,22 @@ class PreflightResult:
         verdict = "ok" if self.ok else "fail"
         lines.append(f"Preflight {MARK[verdict]} in {self.wall_s:.1f}s ({len(self.ranks)} rank(s)); audit: {self.run_dir}")
         return "\n".join(lines)
+
+
+def _outcome_text(r: RankOutcome) -> str:
+    """``ok (path)``; a failure names where the rank stopped and the error's first line."""
+    if r.status == "ok":
+        return "ok" + (f" ({r.init_path})" if r.init_path else "")
+    first = next((line for line in r.message.splitlines() if line.strip()), "")
+    from sglang_eagle_nccl.contract.events import STAGE_ACTIVATION, STAGE_IMPORT_SGLANG
+
+    if r.stage == STAGE_IMPORT_SGLANG:
+        where = "SGLang could not be imported"
+    elif r.stage and r.stage != STAGE_ACTIVATION:
+        where = f"{r.status} at {r.stage}"
+    else:
+        where = r.status
+    return where + (f": {first}" if first else "")
 
 
 def cuda_possible() -> bool:
@@ -117,7 +145,11 @@ def cpu_rank_env(local_ranks: int) -> dict[str, str]:
 
 def _rank_main(info: dict[str, Any], queue: Any) -> None:
     """Body of one preflight rank (a spawned process)."""
+    from sglang_eagle_nccl.inproc import preflight_rank as pr
+
     rank = info["rank"]
+    stage = pr.STAGE_ACTIVATION
+    queue.put({"rank": rank, "status": "stage", "stage": stage})  # progress: where each rank is
     try:
         from sglang_eagle_nccl.inproc.boot import bootstrap
         from sglang_eagle_nccl.inproc.boot.state import STATE
@@ -136,31 +168,39 @@ def _rank_main(info: dict[str, Any], queue: Any) -> None:
         if STATE.audit is not None:
             STATE.audit.role = STATE.role
             STATE.audit.write("process_role", title=f"sglang::preflight_TP{rank}")
+        stage = pr.STAGE_TORCH
+        queue.put({"rank": rank, "status": "stage", "stage": stage})
         import torch
 
         device = info["device"]
         if device == "cuda":
             torch.cuda.set_device(info["local_rank"])
-        from sglang_eagle_nccl.inproc.preflight_rank import exercise, init_groups, known_groups
-
-        path = init_groups(
+        stage = pr.STAGE_SGLANG
+        queue.put({"rank": rank, "status": "stage", "stage": stage})
+        pr.import_sglang()
+        stage = pr.STAGE_INIT
+        queue.put({"rank": rank, "status": "stage", "stage": stage})
+        path = pr.init_groups(
             rank=rank, world_size=info["world_size"], local_rank=info["local_rank"], tp_size=info["tp_size"],
             dp_attention=info["dp_attention"], backend=info["backend"], init_method=info["init_method"],
             device=device, dist_port=info["dist_port"], nnodes=info["nnodes"], node_rank=info["node_rank"],
             dist_init_addr=info["dist_init_addr"],
         )
-        done = exercise(known_groups(), device) if info["exercise"] else []
+        stage = pr.STAGE_EXERCISE
+        queue.put({"rank": rank, "status": "stage", "stage": stage})
+        done = pr.exercise(pr.known_groups(), device) if info["exercise"] else []
         queue.put({"rank": rank, "status": "ok", "init_path": path, "exercised": done})
+        queue.put({"rank": rank, "status": "stage", "stage": "tear-down"})
         try:
-            import torch.distributed as dist
-
-            if dist.is_initialized():
-                dist.barrier()
-                dist.destroy_process_group()
+            pr.tear_down()
         except Exception:  # noqa: BLE001 - tear-down problems do not change the verdict
             pass
     except BaseException as exc:  # noqa: BLE001 - report everything to the parent
-        queue.put({"rank": rank, "status": "error", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        # A refusal at activation is recorded by the door itself; later, the rank records where it stopped.
+        if stage != pr.STAGE_ACTIVATION:
+            pr.record_stop(stage, exc)
+        queue.put({"rank": rank, "status": "error", "stage": stage, "message": f"{type(exc).__name__}: {exc}",
+                   "traceback": traceback.format_exc()})
         raise SystemExit(1) from None
 
 
@@ -229,6 +269,9 @@ def run_preflight(
     procs = []
     start = time.monotonic()
     say(f"[preflight] {tp_size} rank(s) ({local_ranks} on this node), backend {chosen}, profile '{profile.name}', audit {run_dir}")
+    # The ranks' own output comes through preflight: each line with its rank, SGLang's usual CPU-only
+    # notices folded into one line at the end (offline/launch/rank_output.py).
+    relay = RankRelay()
     try:
         for local in range(local_ranks):
             rank = node_rank * local_ranks + local
@@ -239,11 +282,13 @@ def run_preflight(
                 "dist_init_addr": dist_init_addr,
             }
             p = ctx.Process(target=_rank_main, args=(info, queue), name=f"preflight-rank{rank}")
-            p.start()
+            relay.starting(rank, p.start)
             procs.append((rank, p))
     finally:
         environ.put_back(saved, harness=True)
+        relay.relay()
     outcomes: dict[int, RankOutcome] = {}
+    progress = _Progress(say, start, len(procs))
     deadline = start + timeout
     first_failure: float | None = None
     while any(p.is_alive() for _, p in procs):
@@ -254,11 +299,12 @@ def run_preflight(
         # consistency check errors on every rank), then they are stopped.
         if first_failure is not None and now - first_failure > 15:
             break
-        _drain(queue, outcomes)
+        _drain(queue, outcomes, progress)
+        progress.tick(now)
         if first_failure is None and any(o.status != "ok" for o in outcomes.values()):
             first_failure = now
         time.sleep(0.05)
-    _drain(queue, outcomes)
+    _drain(queue, outcomes, progress)
     for rank, p in procs:
         if p.is_alive():
             p.kill()
@@ -271,6 +317,9 @@ def run_preflight(
         else:
             outcomes[rank].exitcode = p.exitcode
     wall = time.monotonic() - start
+    folded = relay.finish()
+    if folded:
+        say(folded)
     try:
         report = load_report(run_dir)
     except FileNotFoundError:
@@ -279,7 +328,37 @@ def run_preflight(
     return PreflightResult([outcomes[r] for r, _ in procs], report, wall, str(run_dir))
 
 
-def _drain(queue: Any, outcomes: dict[int, RankOutcome]) -> None:
+class _Progress:
+    """Where the ranks are, said when it changes, and every :data:`HEARTBEAT_S` seconds while it does
+    not (a rank importing torch and SGLang on a busy machine is silent for a minute or more)."""
+
+    HEARTBEAT_S = 15.0
+
+    def __init__(self, say: Callable[[str], None], start: float, ranks: int) -> None:
+        self.say, self.start, self.ranks = say, start, ranks
+        self.stage: dict[int, str] = {}
+        self.changed = False
+        self.last_said = start
+
+    def moved(self, rank: int, stage: str) -> None:
+        self.stage[rank] = stage
+        self.changed = True
+
+    def tick(self, now: float) -> None:
+        # Changes are said at most once a second (ranks start within moments of each other).
+        quiet = now - self.last_said
+        if not self.stage or not ((self.changed and quiet >= 1.0) or quiet >= self.HEARTBEAT_S):
+            return
+        from collections import Counter
+
+        counts = Counter(self.stage.values())
+        where = ", ".join(f"{stage}: {n}" for stage, n in counts.items())
+        self.say(f"[preflight {now - self.start:5.1f}s] {'' if self.changed else 'still '}{where} "
+                 f"(of {self.ranks} rank(s))")
+        self.changed, self.last_said = False, now
+
+
+def _drain(queue: Any, outcomes: dict[int, RankOutcome], progress: _Progress | None = None) -> None:
     import queue as queue_mod
 
     while True:
@@ -288,7 +367,11 @@ def _drain(queue: Any, outcomes: dict[int, RankOutcome]) -> None:
         except queue_mod.Empty:
             return
         rank = item["rank"]
+        if item["status"] == "stage":
+            if progress is not None:
+                progress.moved(rank, item["stage"])
+            continue
         outcomes[rank] = RankOutcome(
             rank, None, item["status"], item.get("message", ""), item.get("init_path", ""), item.get("exercised", []),
-            item.get("traceback", ""),
+            item.get("traceback", ""), item.get("stage", ""),
         )

@@ -80,6 +80,16 @@ def _no_tuner_rules_left_behind():
 # --- tuner --model-config ---------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _no_tuner_rules_left_behind():
+    """`tuner` configures this process's native library with its rules (as a diagnostic process does);
+    a test leaves the library as it found it, with no rules, so that a later test of activation in the
+    same process (file order: tests/unit/inproc/boot/test_activation_decisions.py) sees none."""
+    yield
+    for loaded in list(library._loaded.values()):
+        loaded.configure_tuner([])
+
+
 def _tuner(tmp_path, *extra, config=MODEL):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(config))

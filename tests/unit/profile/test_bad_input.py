@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from sglang_eagle_nccl.cli.main import main
 
@@ -365,9 +368,37 @@ def test_unknown_builtin_name(runner, clean_environ):
     result = runner.invoke(main, ["validate", "pcie-16gpu"])
     assert result.exit_code == 1
     assert "profile='pcie-16gpu': no built-in profile has this name" in result.output
+    # Issue 27: the Fix listed 2 of the 4 built-ins (those sharing the name's first letters).
     assert (
-        "Fix: use a built-in profile (pcie-8gpu, pcie-8gpu-eagle) or a path to a .toml file" in result.output
+        "Fix: use a built-in profile (audit-only, debug, pcie-8gpu, pcie-8gpu-eagle; closest: pcie-8gpu) "
+        "or a path to a .toml file" in result.output
     )
+
+
+BUILTIN_FOLDER = Path(__file__).resolve().parents[3] / "sglang_eagle_nccl" / "profile" / "builtin"
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.text(alphabet=st.sampled_from("abcdeg-ip0123456789u8"), min_size=1, max_size=20))
+def test_unknown_profile_fix_lists_every_builtin(name, tmp_path_factory):
+    """Whatever name matches nothing, the Fix names every built-in profile there is (the files of the
+    built-in folder, read here independently) and, at most, one of them as the closest."""
+    from sglang_eagle_nccl.profile.sources import load_spec
+
+    available = sorted(p.stem for p in BUILTIN_FOLDER.glob("*.toml"))
+    assume(name.strip() and name.strip() not in available)
+    cwd = tmp_path_factory.mktemp("empty")  # no file of that name can exist here
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        _, findings = load_spec(name)
+    finally:
+        os.chdir(before)
+    (finding,) = findings
+    listed = finding.fix.split("(", 1)[1].split(")", 1)[0]
+    names_part, _, closest = listed.partition("; closest: ")
+    assert names_part.split(", ") == available
+    assert closest == "" or closest in available
 
 
 # (command, the fix the plugin writes); every one refuses with exit 2 and changes nothing.

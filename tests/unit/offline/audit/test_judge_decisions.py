@@ -592,7 +592,7 @@ def test_a_rank_that_recorded_no_communicator_fails_the_launch(tmp_path):
         {100: [start(), *scheduler_events()], 101: [start(), *scheduler_events(tp_rank=1), cpu_group()]},
     )
     assert report.problems == [
-        "scheduler_TP0 pid 100 on h recorded no communicator (group hooks not installed?)"
+        "scheduler_TP0 pid 100 on h recorded no communicator: it built no SGLang group and left no record of why (its own output says where it stopped)"
     ]
     assert report.verdict == "fail" and proc(report, 100).verdict == "ok"
     assert audit(_run_of(report)).exit_code == 1
@@ -618,7 +618,7 @@ def test_a_preflight_rank_is_an_sglang_rank(tmp_path):
     report, _ = launch(tmp_path, {100: [start(), ("process_role", {"title": "sglang::preflight_rank0"})]})
     assert proc(report).sglang_rank is True
     assert report.problems == [
-        "preflight_rank0 pid 100 on h recorded no communicator (group hooks not installed?)"
+        "preflight_rank0 pid 100 on h recorded no communicator: it built no SGLang group and left no record of why (its own output says where it stopped)"
     ]
 
 

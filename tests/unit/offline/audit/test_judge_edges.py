@@ -256,7 +256,7 @@ def test_a_scheduler_named_process_is_a_rank_even_without_its_start_record(tmp_p
     report = report_of(tmp_path, {100: events})
     assert proc(report).sglang_rank is True
     assert report.problems == [
-        "scheduler_TP0 pid 100 on h recorded no communicator (group hooks not installed?)"
+        "scheduler_TP0 pid 100 on h recorded no communicator: it built no SGLang group and left no record of why (its own output says where it stopped)"
     ]
 
 
@@ -269,7 +269,7 @@ def test_a_process_that_recorded_scheduler_start_is_a_rank_whatever_its_name(tmp
     report = report_of(tmp_path, {100: events})
     p = proc(report)
     assert p.role == "worker" and p.sglang_rank is True
-    assert report.problems == ["worker pid 100 on h recorded no communicator (group hooks not installed?)"]
+    assert report.problems == ["worker pid 100 on h recorded no communicator: it built no SGLang group and left no record of why (its own output says where it stopped)"]
 
 
 # --- launch-wide rules ----------------------------------------------------------------------------------------
@@ -363,6 +363,7 @@ def test_the_report_names_the_profile_and_its_eagle_groups_by_process(tmp_path):
         "copies",
         "nccl_reads",
         "allreduce_paths",
+        "agreements",
     }
     assert (out["run_dir"], out["picked"], out["profile"], out["problems"]) == (run, None, "p", [])
     assert out["eagle"] == report.eagle and out["sglang_writes"] == [] and out["allreduce_paths"] == {}
