@@ -28,7 +28,7 @@ def doctor(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: 
     import os
     import sys
 
-    from sglang_eagle_nccl.offline.activation_check import environment_problems, launch_problems
+    from sglang_eagle_nccl.decision.check import environment_problems, launch_problems
     from sglang_eagle_nccl.offline.doctor import format_doctor, run_doctor
 
     profile = None

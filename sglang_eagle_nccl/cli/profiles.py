@@ -162,7 +162,7 @@ def validate(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], allow_unk
     import os
 
     from sglang_eagle_nccl.contract.findings import ProfileError
-    from sglang_eagle_nccl.offline.activation_check import launch_problems
+    from sglang_eagle_nccl.decision.check import launch_problems
     from sglang_eagle_nccl.profile.resolve import resolve
 
     try:

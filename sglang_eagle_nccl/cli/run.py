@@ -37,8 +37,8 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     from sglang_eagle_nccl.contract import names
     from sglang_eagle_nccl.contract.findings import ProfileError
     from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
-    from sglang_eagle_nccl.inproc.child_env import EXTERNAL_ROOT, child_environment, merged
-    from sglang_eagle_nccl.offline.activation_check import environment_problems, launch_problems
+    from sglang_eagle_nccl.decision.check import environment_problems, launch_problems
+    from sglang_eagle_nccl.decision.child_env import EXTERNAL_ROOT, child_environment, merged
     from sglang_eagle_nccl.offline.launch.env_formats import FormatError, render
     from sglang_eagle_nccl.profile.limits import check_exec_size
 
@@ -130,7 +130,7 @@ def launch(
     if python is None:
         # The server runs this installation: refuse here, before anything starts, what its
         # activation would refuse (another interpreter decides with its own installation).
-        from sglang_eagle_nccl.offline.activation_check import launch_problems
+        from sglang_eagle_nccl.decision.check import launch_problems
 
         refused = launch_problems(resolution.profile, os.environ)
         if refused:
@@ -239,7 +239,7 @@ def preflight(
         fail_input("--nnodes > 1 needs --dist-init-addr HOST:PORT (the same on every node)", as_json=as_json)
     resolution = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, audit_dir=audit_dir)
     from sglang_eagle_nccl.contract.findings import ProfileError
-    from sglang_eagle_nccl.offline.activation_check import launch_problems
+    from sglang_eagle_nccl.decision.check import launch_problems
 
     # The ranks activate with this installation: what they would refuse is refused before they start.
     refused = launch_problems(resolution.profile, os.environ, node_rank=node_rank)

@@ -19,6 +19,7 @@ LAYERS = [
     {"contract"},
     {"knowledge"},
     {"profile", "native"},
+    {"decision"},
     {"inproc"},
     {"offline"},
     {"cli", "_gate", "__main__"},

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sglang_eagle_nccl.decision.child_env import child_environment
 from sglang_eagle_nccl.inproc.boot import environ
-from sglang_eagle_nccl.inproc.child_env import child_environment
 from sglang_eagle_nccl.offline.audit.judge import MARK, Report, load_report
 from sglang_eagle_nccl.offline.audit.render import format_text
 from sglang_eagle_nccl.offline.launch.rank_output import RankRelay, known_cause

@@ -3,7 +3,7 @@
 The wrapper validates the profile first (nothing starts on a bad profile), checks that the
 installed SGLang is covered by a patch set, opens the launch's audit directory, and runs
 ``python -m sglang.launch_server <args>`` with the environment built by
-:func:`~sglang_eagle_nccl.inproc.child_env.child_environment`. The server's interpreter activates
+:func:`~sglang_eagle_nccl.decision.child_env.child_environment`. The server's interpreter activates
 the plugin from the ``.pth`` bootstrap (every SGLang version), so this works the same on SGLang
 releases with and without native plugins. Signals are forwarded; when the server exits, the
 audit verdict is printed.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sglang_eagle_nccl.contract.log import log
-from sglang_eagle_nccl.inproc.child_env import child_environment, merged
+from sglang_eagle_nccl.decision.child_env import child_environment, merged
 from sglang_eagle_nccl.profile.model import Profile
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.handoff import current_inputs, encode, read_key
-from sglang_eagle_nccl.inproc.boot.activation import process_env
+from sglang_eagle_nccl.decision.plan import process_env
 from sglang_eagle_nccl.profile.model import Profile
 
 # Marks a launch none of whose processes is its root (env --audit-dir: every process started

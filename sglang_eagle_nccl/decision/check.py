@@ -1,7 +1,7 @@
 """Would activation accept this profile here? The CLI asks activation itself.
 
 ``validate``, ``env`` and ``doctor`` run the functions every process of a launch runs when it
-activates -- :func:`~sglang_eagle_nccl.inproc.boot.activation.plan` (the profile's checks, the
+activates -- :func:`~sglang_eagle_nccl.decision.plan.plan` (the profile's checks, the
 node rank, the native plugins: another NCCL env or tuner plugin in the environment, tuner rules
 without the native library) and the hand-off encoder (the serialised profile against Linux's
 limit on one environment entry) -- on the environment those processes would have, instead of a
@@ -10,7 +10,7 @@ directory, no environment variable.
 
 Two environments matter for a launch started from a shell: the launcher's own (the shell's, where
 the profile comes from flags or files) and its children's (the shell's plus what
-:func:`~sglang_eagle_nccl.inproc.child_env.child_environment` adds, read back through the
+:func:`~sglang_eagle_nccl.decision.child_env.child_environment` adds, read back through the
 hand-off decoder the way a child reads it).
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sglang_eagle_nccl.contract.findings import Finding, ProfileError
-from sglang_eagle_nccl.inproc.boot.activation import plan
-from sglang_eagle_nccl.inproc.child_env import child_environment, merged
+from sglang_eagle_nccl.decision.child_env import child_environment, merged
+from sglang_eagle_nccl.decision.plan import plan
 from sglang_eagle_nccl.profile.model import Profile
 
 # The longest launch directory name new_launch_dir() makes (<date>-<time>-<pid>-<4 hex>, pid_max
