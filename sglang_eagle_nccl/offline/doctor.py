@@ -225,7 +225,10 @@ def run_doctor(profile: Any = None, problems: list[str] | None = None) -> Doctor
     confs = conf_files()
     for cf in confs:
         problems.extend(f"{cf.path}: {p}" for p in cf.problems)
-    profile_env = profile.process_env() if profile is not None else {}
+    # What a process of a launch from here holds before it knows its launch (the one process_env).
+    from sglang_eagle_nccl.decision.plan import process_env
+
+    profile_env = process_env(profile.to_dict(), None) if profile is not None else {}
     return DoctorReport(
         python=sys.version.split()[0],
         plugin=__version__,

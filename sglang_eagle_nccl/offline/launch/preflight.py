@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglang_eagle_nccl.decision.child_env import child_environment
 from sglang_eagle_nccl.inproc.boot import environ
 from sglang_eagle_nccl.offline.audit.judge import MARK, Report, load_report
 from sglang_eagle_nccl.offline.audit.render import format_text
@@ -205,7 +204,7 @@ def _rank_main(info: dict[str, Any], queue: Any) -> None:
 
 
 def run_preflight(
-    profile: Any,
+    decision: Any,
     *,
     tp_size: int,
     dp_attention: bool = False,
@@ -217,8 +216,10 @@ def run_preflight(
     exercise: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> PreflightResult:
+    """Spawn the ranks of the launch ``decision`` decided (decision/decide.py), then audit them."""
     from importlib.util import find_spec
 
+    profile = decision.profile
     say = progress or (lambda _m: None)
     if find_spec("sglang") is None:
         raise PreflightError("sglang is not installed in this Python environment; preflight runs the installed SGLang's own init")
@@ -257,8 +258,7 @@ def run_preflight(
     assert run_dir is not None
     # Children inherit the environment at start(): the one hand-off every launcher uses, plus the
     # CPU binding of preflight's own ranks (not NCCL settings).
-    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
-                                root_pid=str(os.getpid()))
+    updates = decision.child_environment(run_dir=run_dir, root_pid=str(os.getpid()))
     cpu_env = cpu_rank_env(local_ranks) if device == "cpu" else {}
     saved = {k: os.environ.get(k) for k in [*updates, *cpu_env]}
     # Through the one writer: the hand-off, then the CPU binding where the user set none (harness names).
