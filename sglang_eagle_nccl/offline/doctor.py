@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from sglang_eagle_nccl import __version__
+from sglang_eagle_nccl.contract.names import nccl_snapshot
 from sglang_eagle_nccl.contract.versions import installed_sglang_version, installed_version
-from sglang_eagle_nccl.inproc.env_writer import nccl_snapshot
-from sglang_eagle_nccl.inproc.hooks.patching import PLUGIN_NAME, entry_point_allowed
 from sglang_eagle_nccl.knowledge.sglang import patchsets
+from sglang_eagle_nccl.knowledge.sglang.plugin_loader import PLUGIN_NAME, entry_point_allowed
 from sglang_eagle_nccl.offline.native_status import format_native_status, native_status
 
 
