@@ -53,21 +53,23 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
                        "e.g. --node-rank-from LWS_WORKER_INDEX")
     # The launch's decision (activation's own checks among it), before anything is written (the key,
     # the launch directory).
-    decision = decide_or_exit(profiles, nccl_env, allow_unknown=allow_unknown, node_rank=node_rank)
+    # With a launch directory no process of that launch is its root: they all join it as children.
+    # Standalone: the processes get exactly what is printed (every input the serialised profile records
+    # among it), never this shell's other variables.
+    decision = decide_or_exit(profiles, nccl_env, allow_unknown=allow_unknown, node_rank=node_rank, launch={
+        "opens_launch": bool(audit_dir), "audit_root": audit_dir, "root_pid": EXTERNAL_ROOT if audit_dir else None,
+        "standalone": True,
+    })
     profile = decision.profile
     run_dir = None
     if audit_dir:
         meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl env"}
         try:
-            run_dir = open_launch(audit_dir, meta, required=True)
+            run_dir = open_launch(audit_dir, meta, required=True, name=decision.launch_name())
         except AuditError as exc:
             fail_input(str(exc))
-    # With a launch directory no process of that launch is its root: they all join it as children.
-    # Standalone: the processes get exactly what is printed (every input the serialised profile records
-    # among it), never this shell's other variables.
     try:
-        updates = decision.child_environment(run_dir=run_dir, root_pid=EXTERNAL_ROOT if run_dir else None,
-                                             standalone=True)
+        updates = decision.child_environment(run_dir)
     except ProfileError as exc:
         fail_input(str(exc), findings=exc.findings)
     out = {k: v for k, v in updates.items() if v is not None}
@@ -125,7 +127,7 @@ def launch(
     decision = decide_or_exit(
         profiles, nccl_env, allow_unknown=allow_unknown, audit_dir=audit_dir, audit_required=audit_required,
         allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None, activation=python is None,
-        node_rank=node_rank_from_args(args),
+        node_rank=node_rank_from_args(args), launch={"opens_launch": not dry_run, "root_pid": None},
     )
     from sglang_eagle_nccl.contract.findings import ProfileError
 
@@ -233,7 +235,7 @@ def preflight(
         fail_input("--nnodes > 1 needs --dist-init-addr HOST:PORT (the same on every node)", as_json=as_json)
     # The ranks activate with this installation: what they would refuse is refused before they start.
     decision = decide_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, audit_dir=audit_dir,
-                              node_rank=node_rank)
+                              node_rank=node_rank, launch={"opens_launch": True})
     from sglang_eagle_nccl.contract.findings import ProfileError
 
     try:

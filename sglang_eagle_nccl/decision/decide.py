@@ -30,11 +30,13 @@ from typing import Any
 
 from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.findings import Finding, ProfileError
+from sglang_eagle_nccl.decision.child_env import Handoff
 from sglang_eagle_nccl.decision.plan import Plan, plan
 from sglang_eagle_nccl.profile.model import Profile
 
-# The longest launch directory name new_launch_dir() makes (<date>-<time>-<pid>-<4 hex>, pid_max
-# 2**22): the hand-off carries the launch directory, so its size is decided with one this long.
+# As long as every launch directory name a launcher decides (contract/launch_dir.py launch_name) and
+# the longest new_launch_dir() makes: the hand-off carries the launch directory, so its size is
+# decided with one this long where no launch is opened (validate, doctor), and is the same.
 LONGEST_LAUNCH_ID = "00000000-000000-4194304-0000"
 
 
@@ -54,6 +56,15 @@ class Inputs:
     policy_flags: Mapping[str, Any] | None = None
     node_rank: int | None = None
     from_environment: bool = False
+    # The launch directory: a launcher that opens one (launch, preflight, env --audit-dir) gets its
+    # name chosen here, under ``audit_root`` (default: the profile's audit root); the others are
+    # decided with a name of the same length, so the hand-off has the size it will have.
+    opens_launch: bool = False
+    audit_root: str | None = None
+    # The processes it starts: ``root_pid`` None makes the first one the launch's root (the server
+    # ``launch`` starts); ``standalone``: they see only what is handed to them (``env`` output).
+    root_pid: str | None = field(default_factory=lambda: str(os.getpid()))
+    standalone: bool = False
 
 
 @dataclass
@@ -72,6 +83,10 @@ class Decision:
     group_values: dict[str, dict[str, str]] = field(default_factory=dict)
     handoff_chars: int | None = None
     handoff_limit: int = 0
+    # The launch directory chosen (Inputs.opens_launch; not made yet), and the environment of the
+    # processes the launch starts, decided with it (its hand-off signed with the key there was).
+    run_dir: str | None = None
+    handoff: Handoff | None = None
 
     @property
     def problems(self) -> tuple[Finding, ...]:
@@ -94,15 +109,27 @@ class Decision:
             return self.resolution_error
         return ProfileError(self.refusals) if self.refusals else None
 
-    def child_environment(self, *, run_dir: str | None, root_pid: str | None, create_key: bool = True,
-                          standalone: bool = False) -> dict[str, str | None]:
-        """The hand-off and environment of the processes this launch starts (only the signing is left)."""
-        from sglang_eagle_nccl.decision.child_env import child_environment
+    def launch_name(self) -> str | None:
+        """The name of the launch directory to make (:func:`~sglang_eagle_nccl.contract.launch_dir.open_launch`)."""
+        return os.path.basename(self.run_dir) if self.run_dir else None
 
-        assert self.profile is not None, "a refused decision hands nothing down"
-        return child_environment(self.profile, run_dir=run_dir, node_rank=self.inputs.node_rank,
-                                 environ=self.inputs.environ, root_pid=root_pid, create_key=create_key,
-                                 standalone=standalone)
+    def child_environment(self, run_dir: str | None, *, create_key: bool = True) -> dict[str, str | None]:
+        """The environment of the processes this launch starts, once ``run_dir`` is what was opened.
+
+        The decided one, signed (``create_key``: with this user's key, created if need be); only a
+        launch that could not open the chosen directory (no audit: ``run_dir`` None) or a dry run
+        is handed down without it, decided again for that directory.
+        """
+        assert self.profile is not None and self.handoff is not None, "a refused decision hands nothing down"
+        if run_dir != self.handoff.run_dir:
+            from sglang_eagle_nccl.decision.child_env import decide_child_environment
+
+            handoff = decide_child_environment(self.profile, run_dir=run_dir, node_rank=self.inputs.node_rank,
+                                               environ=self.inputs.environ, root_pid=self.inputs.root_pid,
+                                               standalone=self.inputs.standalone)
+        else:
+            handoff = self.handoff
+        return handoff.signed() if create_key else dict(handoff.updates)
 
 
 def _errors(exc: ProfileError) -> list[Finding]:
@@ -169,17 +196,23 @@ def decide(inputs: Inputs) -> Decision:
     # The processes it starts: the hand-off as they get it (the longest launch directory there can
     # be), read back by each one's activation.
     from sglang_eagle_nccl.contract.handoff import MAX_WIRE_CHARS
-    from sglang_eagle_nccl.decision.child_env import child_environment, merged
+    from sglang_eagle_nccl.decision.child_env import decide_child_environment, merged
 
     decision.handoff_limit = MAX_WIRE_CHARS
-    run_dir = os.path.join(launch_root(profile), LONGEST_LAUNCH_ID)
+    root = os.path.abspath(inputs.audit_root) if inputs.audit_root else launch_root(profile)
+    if inputs.opens_launch:
+        from sglang_eagle_nccl.contract.launch_dir import launch_name
+
+        decision.run_dir = os.path.join(root, launch_name())
+    run_dir = decision.run_dir or os.path.join(root, LONGEST_LAUNCH_ID)
     try:
-        updates = child_environment(profile, run_dir=run_dir, node_rank=inputs.node_rank, environ=environ,
-                                    root_pid=str(os.getpid()), create_key=False)
+        handoff = decide_child_environment(profile, run_dir=run_dir, node_rank=inputs.node_rank, environ=environ,
+                                           root_pid=inputs.root_pid, standalone=inputs.standalone)
     except ProfileError as exc:  # the hand-off itself cannot be written (too large to start a process with)
         findings += _errors(exc)
     else:
-        decision.handoff_chars = len(updates[names.ENV_PROFILE] or "")
-        findings += environment_refusals(merged(environ, updates))
+        decision.handoff = handoff
+        decision.handoff_chars = len(handoff.updates[names.ENV_PROFILE] or "")
+        findings += environment_refusals(merged(environ, handoff.updates))
     decision.refusals = _unique(findings)
     return decision

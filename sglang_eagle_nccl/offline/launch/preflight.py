@@ -252,13 +252,13 @@ def run_preflight(
             "nnodes": nnodes, "node_rank": node_rank}
     try:
         # The audit is what preflight produces: without a place to write it, stop here.
-        run_dir = open_launch(profile.policy.audit_dir, meta, required=True)
+        run_dir = open_launch(profile.policy.audit_dir, meta, required=True, name=decision.launch_name())
     except AuditError as exc:
         raise PreflightError(f"{exc}; pass --audit-dir to a writable directory") from None
     assert run_dir is not None
     # Children inherit the environment at start(): the one hand-off every launcher uses, plus the
     # CPU binding of preflight's own ranks (not NCCL settings).
-    updates = decision.child_environment(run_dir=run_dir, root_pid=str(os.getpid()))
+    updates = decision.child_environment(run_dir)
     cpu_env = cpu_rank_env(local_ranks) if device == "cpu" else {}
     saved = {k: os.environ.get(k) for k in [*updates, *cpu_env]}
     # Through the one writer: the hand-off, then the CPU binding where the user set none (harness names).

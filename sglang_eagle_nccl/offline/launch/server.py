@@ -63,9 +63,10 @@ def plan_launch(decision: Decision, server_args: Sequence[str], *, python: str |
     run_dir = None
     if not dry_run:
         meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl launch", "server_args": list(server_args)}
-        run_dir = open_launch(profile.policy.audit_dir, meta, required=profile.policy.audit_required)
-    # The server process is the root of the launch (it runs SGLang's launcher code): root_pid None.
-    updates = decision.child_environment(run_dir=run_dir, root_pid=None, create_key=not dry_run)
+        run_dir = open_launch(profile.policy.audit_dir, meta, required=profile.policy.audit_required,
+                              name=decision.launch_name())
+    # The server process is the root of the launch (it runs SGLang's launcher code): decided so.
+    updates = decision.child_environment(run_dir, create_key=not dry_run)
     argv = [python or sys.executable, "-m", "sglang.launch_server", *server_args]
     from sglang_eagle_nccl.contract.findings import ProfileError
     from sglang_eagle_nccl.profile.limits import check_exec_size
