@@ -5,8 +5,10 @@ A static walk over the package's call graph, read with :mod:`ast` (nothing is im
 It starts at the ``launch`` command (``cli/run.py``) and follows every call it can resolve to a
 function of the package: a name defined in the same module, a name imported from another module
 (``from m import f``, lazy imports inside functions included), an attribute of an imported module
-(``m.f``), or a class (its ``__init__``). Calls on objects of unknown type are not followed. Each
-function is walked once, depth first, in source order, as the interpreter would enter it.
+(``m.f``), a class (its ``__init__``), or a method called on an object named after its class
+(``decision.child_environment(...)`` -> ``Decision.child_environment``); other calls on objects
+are not followed. Each function is walked once, depth first, in source order, as the interpreter would
+enter it.
 
 The room of a function is its top-level subpackage (``cli``, ``offline``, ``decision``,
 ``inproc`` ...). Counted along the walk:
@@ -33,6 +35,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "sglang_eagle_nccl"
+
+
+def set_root(root: Path) -> None:
+    """Walk another checkout (e.g. the tree before a change: ``git worktree add``)."""
+    global ROOT, PKG
+    ROOT, PKG = root.resolve(), root.resolve() / "sglang_eagle_nccl"
 NAME = "sglang_eagle_nccl"
 
 # Height of each room (higher calls lower); the layers of tests/unit/test_import_graph.py.
@@ -41,7 +49,8 @@ HEIGHT = {
     "cli": 6, "_gate": 6, "__main__": 6,
 }
 # The decision's builders: what every process of the launch gets.
-BUILDERS = ("plan", "child_environment", "launch_problems", "environment_problems", "decide")
+BUILDERS = ("plan", "child_environment", "decide_child_environment", "launch_problems", "environment_problems",
+            "environment_refusals", "decide")
 
 
 def module_name(path: Path) -> str:
@@ -90,6 +99,11 @@ def room(module: str) -> str:
 class Walk:
     def __init__(self) -> None:
         self.modules = {module_name(p): Module(p) for p in PKG.rglob("*.py")}
+        self.methods: dict[str, list[tuple[str, str]]] = {}  # method name -> (module, Class.method)
+        for m in self.modules.values():
+            for qual in m.defs:
+                if "." in qual:
+                    self.methods.setdefault(qual.split(".", 1)[1], []).append((m.name, qual))
         self.seen: set[tuple[str, str]] = set()
         self.moves: list[tuple[str, str, str]] = []  # (kind, from room, to room)
         self.builder_calls: list[str] = []
@@ -107,7 +121,15 @@ class Walk:
                 if f"{m}.{n}" in self.modules:
                     return None  # a module called like a function: not a call we can follow
                 return self._def(m, n)
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and
+                                                    (func.value.id in mod.aliases or func.value.id in mod.defs)):
+            # An object named after its class (decision.child_environment -> Decision.child_environment).
+            if not isinstance(func.value, ast.Name):
+                return None
+            owners = [(m, q) for m, q in self.methods.get(func.attr, [])
+                      if q.split(".")[0].lower() == func.value.id.replace("_", "").lower()]
+            return owners[0] if len(owners) == 1 else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             target = mod.aliases.get(func.value.id)
             if target is None and func.value.id in mod.defs:  # Class.method
                 return self._def(mod.name, f"{func.value.id}.{func.attr}")
@@ -189,11 +211,52 @@ def measure() -> dict:
     }
 
 
+# Run in a fresh interpreter on the checkout being measured: `env --audit-dir` (a launcher that
+# opens its launch, the one such path that runs without SGLang installed), counting the calls to
+# the decision's builders and to the hand-off encoder as they happen.
+_RUNTIME = r"""
+import collections, io, json, os, sys, tempfile
+from click.testing import CliRunner
+from sglang_eagle_nccl.cli.main import main
+counts = collections.Counter()
+WATCH = {"plan", "child_environment", "decide_child_environment", "encode", "decide", "launch_problems",
+         "environment_problems", "environment_refusals", "resolve"}
+def prof(frame, event, arg):
+    if event == "call" and frame.f_code.co_name in WATCH and "sglang_eagle_nccl" in frame.f_code.co_filename:
+        mod = frame.f_globals.get("__name__", "")
+        counts[f"{mod}.{frame.f_code.co_name}"] += 1
+with tempfile.TemporaryDirectory() as tmp:
+    os.environ["XDG_CACHE_HOME"] = tmp  # a fresh key: the signing runs too
+    sys.setprofile(prof)
+    result = CliRunner().invoke(main, ["env", "--profile", "pcie-8gpu", "--audit-dir", tmp, "--format", "json"])
+    sys.setprofile(None)
+assert result.exit_code == 0, result.output
+print(json.dumps(dict(sorted(counts.items()))))
+"""
+
+
+def runtime_counts() -> dict:
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_EAGLE_NCCL", "NCCL_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", _RUNTIME], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=300)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--root", type=Path, default=None, help="the checkout to walk (default: this one)")
     args = parser.parse_args()
+    if args.root is not None:
+        set_root(args.root)
     out = measure()
+    out["runtime_env_audit_dir"] = runtime_counts()
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -209,6 +272,9 @@ def main() -> int:
     print(f"  calls to the decision's builders on the path: {len(out['builder_calls'])}")
     for c in out["builder_calls"]:
         print(f"    {c}")
+    print("  at run time, `env --profile pcie-8gpu --audit-dir DIR` (calls as they happen):")
+    for name, n in out["runtime_env_audit_dir"].items():
+        print(f"    {n:3} {name}")
     return 0
 
 
