@@ -103,12 +103,6 @@ class Decision:
     def first(self) -> Finding | None:
         return self.problems[0] if self.problems else None
 
-    def error(self) -> ProfileError | None:
-        """The refusal to show (None: accepted), worded as each command has always worded it."""
-        if self.resolution_error is not None:
-            return self.resolution_error
-        return ProfileError(self.refusals) if self.refusals else None
-
     def launch_name(self) -> str | None:
         """The name of the launch directory to make (:func:`~sglang_eagle_nccl.contract.launch_dir.open_launch`)."""
         return os.path.basename(self.run_dir) if self.run_dir else None
@@ -193,8 +187,8 @@ def decide(inputs: Inputs) -> Decision:
     if decision.launcher_plan is not None:
         decision.values = dict(decision.launcher_plan.desired)
     decision.group_values = {g: dict(e) for g, e in profile.groups}
-    # The processes it starts: the hand-off as they get it (the longest launch directory there can
-    # be), read back by each one's activation.
+    # The processes it starts: the hand-off as they get it (with the launch directory chosen, or a
+    # name just as long), read back by each one's activation.
     from sglang_eagle_nccl.contract.handoff import MAX_WIRE_CHARS
     from sglang_eagle_nccl.decision.child_env import decide_child_environment, merged
 
