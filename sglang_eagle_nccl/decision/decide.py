@@ -111,11 +111,13 @@ class Decision:
         """The environment of the processes this launch starts, once ``run_dir`` is what was opened.
 
         The decided one, signed (``create_key``: with this user's key, created if need be); only a
-        launch that could not open the chosen directory (no audit: ``run_dir`` None) or a dry run
-        is handed down without it, decided again for that directory.
+        launch that could not open the chosen directory (no audit: ``run_dir`` None), a dry run, or
+        a launch whose refusals were not asked for (``--python``) is decided again for that directory.
         """
-        assert self.profile is not None and self.handoff is not None, "a refused decision hands nothing down"
-        if run_dir != self.handoff.run_dir:
+        assert self.profile is not None, "a refused profile hands nothing down"
+        if self.handoff is None or run_dir != self.handoff.run_dir:
+            # (no decided hand-off: a launch with another interpreter, which the refusals do not stop;
+            # deciding it again raises the same ProfileError for the caller to show)
             from sglang_eagle_nccl.decision.child_env import decide_child_environment
 
             handoff = decide_child_environment(self.profile, run_dir=run_dir, node_rank=self.inputs.node_rank,
