@@ -54,6 +54,32 @@ def resolve_or_exit(profiles: Sequence[str], env_flags: Sequence[str], *, as_jso
     return resolution
 
 
+def decide_or_exit(profiles: Sequence[str], env_flags: Sequence[str], *, as_json: bool = False,
+                   node_rank: int | None = None, activation: bool = True, launch: dict[str, Any] | None = None,
+                   **policy: Any) -> Any:
+    """The launch's decision (decision/decide.py) for these options and this shell; exit 2 when refused.
+
+    ``activation`` False: only the profile itself must be valid (a launch with another interpreter,
+    whose own activation decides with its own installation). ``launch``: the launcher's own
+    :class:`~sglang_eagle_nccl.decision.decide.Inputs` (``opens_launch``, ``root_pid`` ...).
+    """
+    import os
+
+    from sglang_eagle_nccl.contract.findings import ProfileError
+    from sglang_eagle_nccl.decision.decide import Inputs, decide
+
+    decision = decide(Inputs(os.environ, tuple(profiles), tuple(env_flags), policy, node_rank, **(launch or {})))
+    if decision.resolution_error is not None:
+        exc = decision.resolution_error
+        fail_input(str(exc), as_json=as_json, findings=exc.findings)
+    if not as_json:
+        for w in decision.warnings:
+            click.echo(f"warning: {w.message()}", err=True)
+    if activation and decision.refusals:
+        fail_input(str(ProfileError(decision.refusals)), as_json=as_json, findings=decision.refusals)
+    return decision
+
+
 def profile_options(func: Any) -> Any:
     func = click.option("--nccl-env", "nccl_env", multiple=True, metavar="KEY=VALUE", help=ENV_HELP)(func)
     func = click.option("--profile", "-p", "profiles", multiple=True, metavar="NAME_OR_FILE", help=PROFILE_HELP)(func)

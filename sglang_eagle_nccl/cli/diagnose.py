@@ -5,11 +5,10 @@ from __future__ import annotations
 import click
 
 from sglang_eagle_nccl.cli.common import (
+    decide_or_exit,
     emit_json,
-    environment_profile,
     fail_input,
     profile_options,
-    resolve_or_exit,
 )
 
 # --- doctor -----------------------------------------------------------------------------------
@@ -28,35 +27,31 @@ def doctor(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: 
     import os
     import sys
 
-    from sglang_eagle_nccl.offline.activation_check import environment_problems, launch_problems
+    from sglang_eagle_nccl.contract import names
+    from sglang_eagle_nccl.decision.decide import Inputs, decide
     from sglang_eagle_nccl.offline.doctor import format_doctor, run_doctor
 
     profile = None
     problems: list[str] = []
+    decision = None
     if profiles or nccl_env:
-        profile = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown).profile
-        # Activation's own checks for a launch of it from this shell (launcher and children).
-        refused = launch_problems(profile, os.environ)
-        if refused:
+        # The one decision a launch of it from this shell gets (launcher and children).
+        decision = decide_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, activation=False)
+        profile = decision.profile
+        if decision.refusals:
             problems.append(f"activation would refuse the profile '{profile.name}' here: "
-                            + "; ".join(f.message() for f in refused))
-    else:
-        from sglang_eagle_nccl.contract.findings import ProfileError
-
-        try:
-            found = environment_profile()
-        except ProfileError as exc:
-            found = None
-            problems.append("the SGLANG_EAGLE_NCCL* environment holds a profile that cannot be applied: " + "; ".join(
-                f.message() for f in exc.errors
-            ))
-        profile = found[0] if found else None
-        if found:
-            # Exactly what a process started from this shell decides at activation.
-            refused = environment_problems(os.environ)
-            if refused:
-                problems.append("a process started from this shell would refuse its profile: "
-                                + "; ".join(f.message() for f in refused))
+                            + "; ".join(f.message() for f in decision.refusals))
+    elif os.environ.get(names.ENV_PROFILE) or names.is_enabled() or os.environ.get(names.ENV_ENV):
+        # Exactly what a process started from this shell decides at activation, and what the
+        # processes it starts would (the hand-off they get).
+        decision = decide(Inputs(os.environ, from_environment=True))
+        profile = decision.profile
+        if profile is None:
+            problems.append("the SGLANG_EAGLE_NCCL* environment holds a profile that cannot be applied: "
+                            + "; ".join(f.message() for f in decision.problems))
+        elif decision.refusals:
+            problems.append("a process started from this shell would refuse its profile: "
+                            + "; ".join(f.message() for f in decision.refusals))
     report = run_doctor(profile, problems)
     if as_json:
         emit_json(report.to_dict())

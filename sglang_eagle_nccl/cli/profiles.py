@@ -162,20 +162,18 @@ def validate(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], allow_unk
     import os
 
     from sglang_eagle_nccl.contract.findings import ProfileError
-    from sglang_eagle_nccl.offline.activation_check import launch_problems
-    from sglang_eagle_nccl.profile.resolve import resolve
+    from sglang_eagle_nccl.decision.decide import Inputs, decide
 
+    # The one decision a launch from this shell gets (its launcher and every process it starts):
+    # the profile's own rules, then what activation would refuse (another NCCL plugin here, rules
+    # without the native library, a serialised profile too large to start a process with).
+    decision = decide(Inputs(os.environ, tuple(name_or_file), tuple(nccl_env),
+                             {"allow_unknown": allow_unknown, "nccl_version": nccl_version}))
     try:
-        resolution = resolve(
-            list(name_or_file), env_flags=list(nccl_env),
-            policy_flags={"allow_unknown": allow_unknown, "nccl_version": nccl_version},
-        )
-        # What activation would refuse in a launch from this shell (its launcher and every process it
-        # starts), asked of activation itself: another NCCL plugin here, rules without the native
-        # library, a serialised profile too large to start a process with.
-        refused = launch_problems(resolution.profile, os.environ)
-        if refused:
-            raise ProfileError([*resolution.warnings, *refused])
+        if decision.resolution_error is not None:
+            raise decision.resolution_error
+        if decision.refusals:
+            raise ProfileError([*decision.warnings, *decision.refusals])
     except ProfileError as exc:
         if as_json:
             emit_json({"ok": False, "findings": [f.to_dict() for f in exc.findings]})
@@ -185,10 +183,11 @@ def validate(name_or_file: tuple[str, ...], nccl_env: tuple[str, ...], allow_unk
                 if f.severity == "warning":
                     click.echo(f"  warning: {f.message()}", err=True)
         sys.exit(1)
+    profile = decision.profile
     if as_json:
-        emit_json({"ok": True, "profile": resolution.profile.to_dict(), "findings": [w.to_dict() for w in resolution.warnings]})
+        emit_json({"ok": True, "profile": profile.to_dict(), "findings": [w.to_dict() for w in decision.warnings]})
         return
-    for w in resolution.warnings:
+    for w in decision.warnings:
         click.echo(f"warning: {w.message()}")
-    n = len(resolution.profile.all_names())
-    click.echo(f"OK: profile '{resolution.profile.name}' is valid ({n} variable(s), {len(resolution.warnings)} warning(s)).")
+    n = len(profile.all_names())
+    click.echo(f"OK: profile '{profile.name}' is valid ({n} variable(s), {len(decision.warnings)} warning(s)).")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from sglang_eagle_nccl.cli.common import emit_json, fail_input, profile_options, resolve_or_exit
+from sglang_eagle_nccl.cli.common import decide_or_exit, emit_json, fail_input, profile_options
 
 # --- env ----------------------------------------------------------------------------------------
 
@@ -37,8 +37,8 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     from sglang_eagle_nccl.contract import names
     from sglang_eagle_nccl.contract.findings import ProfileError
     from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
-    from sglang_eagle_nccl.inproc.child_env import EXTERNAL_ROOT, child_environment, merged
-    from sglang_eagle_nccl.offline.activation_check import environment_problems, launch_problems
+    from sglang_eagle_nccl.decision.child_env import EXTERNAL_ROOT, merged
+    from sglang_eagle_nccl.decision.decide import environment_refusals
     from sglang_eagle_nccl.offline.launch.env_formats import FormatError, render
     from sglang_eagle_nccl.profile.limits import check_exec_size
 
@@ -51,24 +51,25 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
         if not (node_rank_from.isascii() and node_rank_from.replace("_", "a").isalnum() and not node_rank_from[0].isdigit()):
             fail_input(f"--node-rank-from {node_rank_from!r}: not a variable name (letters, digits, '_'), "
                        "e.g. --node-rank-from LWS_WORKER_INDEX")
-    profile = resolve_or_exit(profiles, nccl_env, allow_unknown=allow_unknown).profile
-    # Activation's own checks, before anything is written (the key, the launch directory).
-    refused = launch_problems(profile, os.environ, node_rank=node_rank)
-    if refused:
-        fail_input(str(ProfileError(refused)), findings=refused)
+    # The launch's decision (activation's own checks among it), before anything is written (the key,
+    # the launch directory).
+    # With a launch directory no process of that launch is its root: they all join it as children.
+    # Standalone: the processes get exactly what is printed (every input the serialised profile records
+    # among it), never this shell's other variables.
+    decision = decide_or_exit(profiles, nccl_env, allow_unknown=allow_unknown, node_rank=node_rank, launch={
+        "opens_launch": bool(audit_dir), "audit_root": audit_dir, "root_pid": EXTERNAL_ROOT if audit_dir else None,
+        "standalone": True,
+    })
+    profile = decision.profile
     run_dir = None
     if audit_dir:
         meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl env"}
         try:
-            run_dir = open_launch(audit_dir, meta, required=True)
+            run_dir = open_launch(audit_dir, meta, required=True, name=decision.launch_name())
         except AuditError as exc:
             fail_input(str(exc))
-    # With a launch directory no process of that launch is its root: they all join it as children.
-    # Standalone: the processes get exactly what is printed (every input the serialised profile records
-    # among it), never this shell's other variables.
     try:
-        updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
-                                    root_pid=EXTERNAL_ROOT if run_dir else None, standalone=True)
+        updates = decision.child_environment(run_dir)
     except ProfileError as exc:
         fail_input(str(exc), findings=exc.findings)
     out = {k: v for k, v in updates.items() if v is not None}
@@ -78,7 +79,7 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
     # Proof, not hope: activation itself, on exactly what is printed and on this shell with it.
     for where, environ in (("exactly this environment", out), ("this shell with this environment added",
                                                                  merged(os.environ, out))):
-        refused = environment_problems(environ)
+        refused = environment_refusals(environ)
         if refused:
             fail_input(f"a process started with {where} would refuse the profile "
                        f"({names.ENV_PROFILE} as printed):\n{ProfileError(refused)}", findings=refused)
@@ -113,7 +114,7 @@ def launch(
           --speculative-algorithm EAGLE3 --speculative-draft-model-path D
     """
     from sglang_eagle_nccl.contract.launch_dir import AuditError
-    from sglang_eagle_nccl.offline.launch.server import plan_launch, run
+    from sglang_eagle_nccl.offline.launch.server import node_rank_from_args, plan_launch, run
 
     args = list(server_args)
     if args and args[0] == "--":
@@ -121,24 +122,19 @@ def launch(
     _refuse_misplaced_options(args)
     if python is not None:
         _check_python(python)
-    resolution = resolve_or_exit(
+    # The server runs this installation: the launch's decision refuses here, before anything starts,
+    # what its activation would refuse (another interpreter decides with its own installation).
+    decision = decide_or_exit(
         profiles, nccl_env, allow_unknown=allow_unknown, audit_dir=audit_dir, audit_required=audit_required,
-        allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None,
+        allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None, activation=python is None,
+        node_rank=node_rank_from_args(args), launch={"opens_launch": not dry_run, "root_pid": None},
     )
     from sglang_eagle_nccl.contract.findings import ProfileError
 
-    if python is None:
-        # The server runs this installation: refuse here, before anything starts, what its
-        # activation would refuse (another interpreter decides with its own installation).
-        from sglang_eagle_nccl.offline.activation_check import launch_problems
-
-        refused = launch_problems(resolution.profile, os.environ)
-        if refused:
-            fail_input(str(ProfileError(refused)))
-    _check_sglang_coverage(resolution.profile, python)
+    _check_sglang_coverage(decision.profile, python)
 
     try:
-        plan = plan_launch(resolution.profile, args, python=python, dry_run=dry_run)
+        plan = plan_launch(decision, args, python=python, dry_run=dry_run)
     except (AuditError, ProfileError) as exc:
         fail_input(str(exc))
     if dry_run:
@@ -146,7 +142,7 @@ def launch(
                    "note": "dry run: nothing was written; a real launch opens its audit directory first"})
         return
     if plan.run_dir:
-        click.echo(f"[sglang-eagle-nccl] profile '{resolution.profile.name}'; audit: {plan.run_dir}", err=True)
+        click.echo(f"[sglang-eagle-nccl] profile '{decision.profile.name}'; audit: {plan.run_dir}", err=True)
     sys.exit(run(plan))
 
 
@@ -237,18 +233,14 @@ def preflight(
 
     if nnodes > 1 and not dist_init_addr:
         fail_input("--nnodes > 1 needs --dist-init-addr HOST:PORT (the same on every node)", as_json=as_json)
-    resolution = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, audit_dir=audit_dir)
-    from sglang_eagle_nccl.contract.findings import ProfileError
-    from sglang_eagle_nccl.offline.activation_check import launch_problems
-
     # The ranks activate with this installation: what they would refuse is refused before they start.
-    refused = launch_problems(resolution.profile, os.environ, node_rank=node_rank)
-    if refused:
-        fail_input(str(ProfileError(refused)), as_json=as_json, findings=refused)
+    decision = decide_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown, audit_dir=audit_dir,
+                              node_rank=node_rank, launch={"opens_launch": True})
+    from sglang_eagle_nccl.contract.findings import ProfileError
 
     try:
         result = run_preflight(
-            resolution.profile, tp_size=tp_size, dp_attention=dp_attention, backend=backend, timeout=timeout,
+            decision, tp_size=tp_size, dp_attention=dp_attention, backend=backend, timeout=timeout,
             nnodes=nnodes, node_rank=node_rank, dist_init_addr=dist_init_addr, exercise=not no_exercise,
             progress=None if as_json else (lambda m: click.echo(m, err=True)),
         )

@@ -119,7 +119,9 @@ def tuner_cmd(
     if name is None:
         fail_input(f"--collective {collective!r}: unknown collective. Fix: use one of {', '.join(COLLECTIVES)}", as_json=as_json)
     profile = resolve_or_exit(profiles, nccl_env, as_json=as_json, allow_unknown=allow_unknown).profile
-    env = profile.process_env()
+    from sglang_eagle_nccl.decision.plan import process_env
+
+    env = process_env(profile.to_dict(), None)
     if rules_file:
         rules, findings = rules_from_file(rules_file, as_json=as_json)
     else:

@@ -95,11 +95,33 @@ def join_launch_dir(run_dir: str) -> str:
     return run_dir
 
 
-def new_launch_dir(root: "str | Path | None" = None) -> "Path":
-    """Create a fresh per-launch directory under ``root`` (default: :func:`default_root`)."""
+# PID_MAX_LIMIT (include/linux/threads.h) on 64-bit Linux is 2**22 = 4194304: seven digits.
+_PID_DIGITS = 7
+
+
+def launch_name() -> str:
+    """A name for a launch a launcher has decided on (:mod:`sglang_eagle_nccl.decision`), not yet made:
+    ``<date>-<time>-<pid, 7 digits>-<4 hex>``, always as long as the longest :func:`new_launch_dir`
+    makes, so the hand-off decided with it has the size the real one will have."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid():0{_PID_DIGITS}d}-{os.urandom(2).hex()}"
+
+
+def new_launch_dir(root: "str | Path | None" = None, *, name: str | None = None) -> "Path":
+    """Create a fresh per-launch directory under ``root`` (default: :func:`default_root`).
+
+    ``name``: exactly this one (a launcher decided it, :func:`launch_name`); it must not exist yet.
+    """
     from pathlib import Path
 
     base = secure_dir(Path(root) if root else default_root(), create_parents=True)
+    if name is not None:
+        if not name or "/" in name or name in (".", ".."):
+            raise AuditError(f"not a launch directory name: {name!r}")
+        try:
+            os.mkdir(base / name, 0o700)
+        except FileExistsError:
+            raise AuditError(f"the launch directory {base / name} exists already (another launch chose it)") from None
+        return base / name
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for _ in range(100):
         candidate = base / f"{stamp}-{os.getpid()}-{os.urandom(2).hex()}"
@@ -232,16 +254,16 @@ def write_launch_meta(run_dir: "str | Path", meta: "dict[str, Any]") -> None:
         fh.write(_dumps(meta))
 
 
-def open_launch(root: str | None, meta: "dict[str, Any]", *, required: bool) -> str | None:
+def open_launch(root: str | None, meta: "dict[str, Any]", *, required: bool, name: str | None = None) -> str | None:
     """Open a new launch: ``<root>/<launch id>/`` with its ``launch.json``. The one error policy.
 
     Only launches call this: ``launch``, SGLang's launcher (at ``_set_envs_and_config``),
-    ``preflight`` and ``env --audit-dir``. When the directory cannot be made: under
-    ``audit_required`` raise :class:`AuditError` (the caller stops); otherwise say so once, loudly,
-    and return None (the launch runs without audit).
+    ``preflight`` and ``env --audit-dir`` (``name``: the one their decision chose). When the
+    directory cannot be made: under ``audit_required`` raise :class:`AuditError` (the caller
+    stops); otherwise say so once, loudly, and return None (the launch runs without audit).
     """
     try:
-        run_dir = str(new_launch_dir(os.path.abspath(root) if root else None))
+        run_dir = str(new_launch_dir(os.path.abspath(root) if root else None, name=name))
         write_launch_meta(run_dir, meta)
         return run_dir
     except (OSError, AuditError) as exc:

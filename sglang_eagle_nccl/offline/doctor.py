@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from sglang_eagle_nccl import __version__
+from sglang_eagle_nccl.contract.names import nccl_snapshot
 from sglang_eagle_nccl.contract.versions import installed_sglang_version, installed_version
-from sglang_eagle_nccl.inproc.env_writer import nccl_snapshot
-from sglang_eagle_nccl.inproc.hooks.patching import PLUGIN_NAME, entry_point_allowed
 from sglang_eagle_nccl.knowledge.sglang import patchsets
+from sglang_eagle_nccl.knowledge.sglang.plugin_loader import PLUGIN_NAME, entry_point_allowed
 from sglang_eagle_nccl.offline.native_status import format_native_status, native_status
 
 
@@ -225,7 +225,10 @@ def run_doctor(profile: Any = None, problems: list[str] | None = None) -> Doctor
     confs = conf_files()
     for cf in confs:
         problems.extend(f"{cf.path}: {p}" for p in cf.problems)
-    profile_env = profile.process_env() if profile is not None else {}
+    # What a process of a launch from here holds before it knows its launch (the one process_env).
+    from sglang_eagle_nccl.decision.plan import process_env
+
+    profile_env = process_env(profile.to_dict(), None) if profile is not None else {}
     return DoctorReport(
         python=sys.version.split()[0],
         plugin=__version__,

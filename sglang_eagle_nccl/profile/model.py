@@ -1,4 +1,8 @@
-"""The validated, immutable :class:`Profile` and its views (process, group, node environments)."""
+"""The validated, immutable :class:`Profile` and its views (group, node environments).
+
+What a process of a launch holds is decided in one place, :func:`sglang_eagle_nccl.decision.plan.process_env`
+(``[env]``, its node's section, the ``{audit_dir}`` placeholder expanded once the launch is known).
+"""
 
 from __future__ import annotations
 
@@ -44,19 +48,6 @@ class Profile:
         if node_rank is None:
             return {}
         return dict(dict(self.nodes).get(node_rank, ()))
-
-    def process_env(self, node_rank: int | None = None) -> dict[str, str]:
-        """What a process of node ``node_rank`` must have in its environment."""
-        env = self.env_dict()
-        env.update(self.node_env(node_rank))
-        return env
-
-    def expected_env(self, group: str | None = None, node_rank: int | None = None) -> dict[str, str]:
-        """What a communicator of ``group`` created eagerly in scope should see."""
-        env = self.process_env(node_rank)
-        if group is not None:
-            env.update(self.group_env(group))
-        return env
 
     def all_names(self) -> set[str]:
         names = {k for k, _ in self.env}

@@ -129,7 +129,20 @@ def validate_layer(
             )
 
     check_pairs(merged.env, "env", "env")
+    from sglang_eagle_nccl.knowledge.nccl.tuner_rules import GROUP_LABEL_CHARS, is_group_label
+
     for gname, genv in merged.groups.items():
+        if not is_group_label(gname):
+            # Refused here, not by the native library at activation: a label that cannot be one (a NUL,
+            # a control character, a space) is a profile problem every command names the same way.
+            shown = gname if gname.isprintable() else gname.encode("unicode_escape").decode("ascii")
+            first = next((f"groups.{gname}:{k}" for k in genv), f"groups.{gname}")
+            per_value.append((first, error(
+                f"groups.{shown[:80]}", None,
+                f"a group label is {GROUP_LABEL_CHARS} (SGLang's group names; the native library takes it as a C string)",
+                "name the section after an SGLang group, e.g. [groups.tp.env]",
+            ).with_source(merged.origin.get(first))))
+            continue
         check_pairs(genv, f"groups.{gname}.env", f"groups.{gname}")
         if gname not in KNOWN_GROUPS:
             findings.append(

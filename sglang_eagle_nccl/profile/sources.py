@@ -160,7 +160,7 @@ def parse_toml_document(text: str, source: str, *, what: str = "profile") -> tup
             )
         ]
     try:
-        return toml_loads(text), []
+        doc = toml_loads(text)
     except TOMLDecodeError as exc:
         return None, [error(source, None, f"malformed TOML: {exc}", "fix the TOML syntax (see the line/column above)")]
     except ValueError:
@@ -179,6 +179,41 @@ def parse_toml_document(text: str, source: str, *, what: str = "profile") -> tup
         ]
     except RecursionError:  # unreachable after nesting_problem; kept so no input can raise it
         return None, [error(source, None, "the TOML document nests too deeply", "write flat tables")]
+    # A hexadecimal, octal or binary integer is read without Python's digit limit (a power-of-two
+    # base), but cannot be written back in decimal beyond it: refuse it here, named, like a long
+    # decimal one, before anything calls str() on it.
+    huge = list(_huge_integers(doc, ""))
+    if huge:
+        limit = int_digit_limit()
+        return None, [
+            error(
+                where, f"{value:#x}",
+                f"an integer of {value.bit_length()} bits has more than {limit} decimal digits, more than Python "
+                "writes (and far more than the 64 bits NCCL reads a number into)",
+                "write a number that fits in 64 bits (or quote it as a string if it is not a number)",
+            ).with_source(source)
+            for where, value in huge
+        ]
+    return doc, []
+
+
+def _huge_integers(obj: Any, where: str) -> Any:
+    """(dotted key, integer) for every integer of ``obj`` whose decimal text Python refuses, in document order."""
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        here = f"{where}[{key}]" if isinstance(key, int) else (f"{where}.{_shown_key(key)}" if where else _shown_key(key))
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                str(value)
+            except ValueError:
+                yield here, value
+        elif isinstance(value, (dict, list)):
+            yield from _huge_integers(value, here)
+
+
+def _shown_key(key: str) -> str:
+    # A key is shown as a TOML reader would write it back: control characters escaped, never raw.
+    return key if key.isprintable() else key.encode("unicode_escape").decode("ascii")
 
 
 def parse_toml_profile(text: str, source: str, *, allow_extends: bool = True) -> tuple[_Layer, list[Finding]]:

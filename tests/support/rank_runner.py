@@ -200,7 +200,7 @@ def collect_results(procs: list[Any], q: Any, expected: int, timeout: float) -> 
 def launcher_env(profile_spec: str, audit_root: str, **policy: Any) -> dict[str, str]:
     """What a launcher hands its children: the plugin's one hand-off, with one launch directory."""
     from sglang_eagle_nccl.contract.launch_dir import open_launch
-    from sglang_eagle_nccl.inproc.child_env import child_environment
+    from sglang_eagle_nccl.decision.child_env import child_environment
     from sglang_eagle_nccl.profile.resolve import resolve
 
     profile = resolve([profile_spec], use_environ=False, policy_flags=policy).profile

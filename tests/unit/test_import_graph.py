@@ -19,6 +19,7 @@ LAYERS = [
     {"contract"},
     {"knowledge"},
     {"profile", "native"},
+    {"decision"},
     {"inproc"},
     {"offline"},
     {"cli", "_gate", "__main__"},
@@ -111,3 +112,28 @@ def test_subpackage_inits_import_nothing() -> None:
     for init in PKG.rglob("__init__.py"):
         tree = ast.parse(init.read_text("utf-8"))
         assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))], init
+
+
+# The launch's decision lives in decision/: the CLI and the offline side ask it without entering
+# inproc/. What is left is preflight, which *runs* in-process code: its spawned ranks' body
+# (activation, the hooks, SGLang's init) and the one environment writer its ranks inherit through.
+INPROC_FROM_ABOVE = {
+    "sglang_eagle_nccl.offline.launch.preflight": {
+        "sglang_eagle_nccl.inproc.boot.environ",
+        "sglang_eagle_nccl.inproc.preflight_rank",
+        "sglang_eagle_nccl.inproc.boot.bootstrap",
+        "sglang_eagle_nccl.inproc.boot.state",
+        "sglang_eagle_nccl.inproc.hooks.installer",
+        "sglang_eagle_nccl.inproc.refusal",
+    },
+}
+
+
+def test_cli_and_offline_import_inproc_only_where_they_run_it() -> None:
+    found = {
+        m: {n for n in deps if n.startswith(f"{NAME}.inproc")}
+        for m, deps in graph().items()
+        if m.startswith((f"{NAME}.cli", f"{NAME}.offline"))
+    }
+    extra = {m: sorted(ns - INPROC_FROM_ABOVE.get(m, set())) for m, ns in found.items() if ns - INPROC_FROM_ABOVE.get(m, set())}
+    assert not extra, f"cli/ or offline/ entering inproc/ (ask decision/ instead): {extra}"

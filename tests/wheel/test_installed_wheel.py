@@ -218,7 +218,8 @@ def test_child_start_imports_only_the_start_up_modules(venv_python, tmp_path):
     assert not foreign, sorted(foreign)
     assert not extra & NOT_AT_START
     # The folder is the list: what a child imports at start is inproc/boot/ (all of it), contract/
-    # modules and the gate; a module anywhere else is start-up cost someone forgot to account for.
+    # modules, the gate and the decision's per-process part (decision/plan.py, decision/plugins.py: the
+    # plan every process carries out); a module anywhere else is start-up cost someone forgot to account for.
     ours = {m for m in extra if m.startswith("sglang_eagle_nccl")}
     allowed = ("sglang_eagle_nccl.inproc.boot.", "sglang_eagle_nccl.contract.")
     outside = {m for m in ours if not m.startswith(allowed)} - {
@@ -227,6 +228,9 @@ def test_child_start_imports_only_the_start_up_modules(venv_python, tmp_path):
         "sglang_eagle_nccl.inproc",
         "sglang_eagle_nccl.inproc.boot",
         "sglang_eagle_nccl.contract",
+        "sglang_eagle_nccl.decision",
+        "sglang_eagle_nccl.decision.plan",
+        "sglang_eagle_nccl.decision.plugins",
     }
     assert not outside, sorted(outside)
     boot = {f"sglang_eagle_nccl.inproc.boot.{f.stem}" for f in BOOT.glob("*.py") if f.stem != "__init__"}

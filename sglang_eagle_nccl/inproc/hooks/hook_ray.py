@@ -13,7 +13,7 @@ reach any scheduler. Two kinds of hook make up for it:
   and fails closed there (nothing started) when it cannot;
 - ``ray.actor.ActorClass.options``, inert outside a scope: inside one, the actor being configured
   gets a ``runtime_env`` whose ``env_vars`` are what a spawned scheduler would inherit, built by the
-  one child-environment builder (:func:`~sglang_eagle_nccl.inproc.child_env.child_environment`):
+  one child-environment builder (:func:`~sglang_eagle_nccl.decision.child_env.child_environment`):
   the validated, signed hand-off, the gate, the inputs it was resolved from, the root marker, the
   launch directory, the node rank, and the NCCL values: the profile's for that node plus SGLang's
   own writes in the driver after the profile's policy (restored, or ``sglang_wins``). Not every
@@ -42,7 +42,7 @@ from typing import Any
 from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.log import log
-from sglang_eagle_nccl.inproc.boot.activation import process_env
+from sglang_eagle_nccl.decision.plan import process_env
 from sglang_eagle_nccl.inproc.boot.state import STATE, record
 from sglang_eagle_nccl.inproc.refusal import stop
 
@@ -150,7 +150,7 @@ class _Scope:
         self.check_job_env(self.environment(node_rank=None, root=self.role == "engine"))
 
     def environment(self, node_rank: int | None, root: bool) -> dict[str, str]:
-        from sglang_eagle_nccl.inproc.child_env import child_environment
+        from sglang_eagle_nccl.decision.child_env import child_environment
 
         values = actor_nccl_values(STATE.data or {}, node_rank, None if root else STATE.run_dir,
                                    self.sglang_written, self.keep)

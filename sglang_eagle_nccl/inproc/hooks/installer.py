@@ -23,6 +23,7 @@ from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.inproc.boot.state import STATE
 from sglang_eagle_nccl.inproc.hooks import patching
 from sglang_eagle_nccl.inproc.hooks.handlers import run_hook
+from sglang_eagle_nccl.knowledge.sglang.plugin_loader import entry_point_allowed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,7 +148,7 @@ def install_patches(*, from_entry_point: bool = False) -> None:
                 if register_now:
                     patching.install_hook_registry(hook, run_hook, _on_hook_result)
                     registered_late = registered_late or not from_entry_point
-                elif not patching.entry_point_allowed():
+                elif not entry_point_allowed():
                     # SGLANG_PLUGINS excludes our entry point: SGLang will never call us, so
                     # patch through wrapt instead and say so.
                     patching.install_wrapt(hook, run_hook, _on_hook_result)

@@ -30,7 +30,6 @@ use it run in subprocesses.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -43,8 +42,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Runner = Callable[..., Any]  # runner(hook, original, instance, args, kwargs) -> result
 OnResult = Callable[..., None]  # on_result(hook, mechanism, failure or None)
-
-PLUGIN_NAME = "sglang_eagle_nccl"
 
 
 class _Restore:
@@ -276,28 +273,6 @@ def apply_hook_registry() -> None:
     from sglang.srt.plugins.hook_registry import HookRegistry  # type: ignore[import-not-found]
 
     HookRegistry.apply_hooks()
-
-
-def sglang_plugins_allowlist(environ: Any = None) -> frozenset[str] | None:
-    """``SGLANG_PLUGINS`` read exactly as SGLang reads it; None means "no restriction".
-
-    SGLang >= 0.5.11 (``sglang/srt/plugins/__init__.py`` ``load_plugins_by_group``, unchanged
-    through 0.5.23) takes ``envs.SGLANG_PLUGINS.get()`` (the raw string, default ""), and only
-    when it is non-empty builds ``{x.strip() for x in value.split(",") if x.strip()}``; entry
-    point names are compared case-sensitively. So an unset or empty variable allows every
-    plugin, while a value of only spaces or commas is non-empty and allows none.
-    """
-    env = os.environ if environ is None else environ
-    value = env.get("SGLANG_PLUGINS")
-    if not value:
-        return None
-    return frozenset(x.strip() for x in value.split(",") if x.strip())
-
-
-def entry_point_allowed(environ: Any = None) -> bool:
-    """Will SGLang's load_plugins() call our entry point? (``SGLANG_PLUGINS`` is an allow-list.)"""
-    allowed = sglang_plugins_allowlist(environ)
-    return allowed is None or PLUGIN_NAME in allowed
 
 
 def is_wrapped(obj: Any) -> bool:

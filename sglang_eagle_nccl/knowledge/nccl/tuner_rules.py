@@ -46,6 +46,13 @@ MAX_CHANNELS = 64
 SIZE_T_MAX = (1 << 64) - 1
 RULE_KEYS = ("collective", "bytes", "algorithm", "protocol", "nranks", "nnodes", "group", "channels")
 _GROUP_LABEL = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
+GROUP_LABEL_CHARS = "1 to 64 letters, digits, _ . : -"
+
+
+def is_group_label(text: object) -> bool:
+    """The one rule for a group label, in a rule's ``group`` and a ``[groups.<label>]`` section alike: it is
+    handed to the native library as a C string and matched against SGLang's group names."""
+    return isinstance(text, str) and _GROUP_LABEL.fullmatch(text) is not None
 
 # Combinations NCCL never gives a cost (their cell is always -1, so a rule choosing them changes
 # nothing): NCCL 2.30.7 src/graph/tuning.cc ncclTopoTuneModel.

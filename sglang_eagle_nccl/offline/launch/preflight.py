@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglang_eagle_nccl.inproc.boot import environ
-from sglang_eagle_nccl.inproc.child_env import child_environment
 from sglang_eagle_nccl.offline.audit.judge import MARK, Report, load_report
 from sglang_eagle_nccl.offline.audit.render import format_text
 from sglang_eagle_nccl.offline.launch.rank_output import RankRelay, known_cause
@@ -205,7 +204,7 @@ def _rank_main(info: dict[str, Any], queue: Any) -> None:
 
 
 def run_preflight(
-    profile: Any,
+    decision: Any,
     *,
     tp_size: int,
     dp_attention: bool = False,
@@ -217,8 +216,10 @@ def run_preflight(
     exercise: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> PreflightResult:
+    """Spawn the ranks of the launch ``decision`` decided (decision/decide.py), then audit them."""
     from importlib.util import find_spec
 
+    profile = decision.profile
     say = progress or (lambda _m: None)
     if find_spec("sglang") is None:
         raise PreflightError("sglang is not installed in this Python environment; preflight runs the installed SGLang's own init")
@@ -251,14 +252,13 @@ def run_preflight(
             "nnodes": nnodes, "node_rank": node_rank}
     try:
         # The audit is what preflight produces: without a place to write it, stop here.
-        run_dir = open_launch(profile.policy.audit_dir, meta, required=True)
+        run_dir = open_launch(profile.policy.audit_dir, meta, required=True, name=decision.launch_name())
     except AuditError as exc:
         raise PreflightError(f"{exc}; pass --audit-dir to a writable directory") from None
     assert run_dir is not None
     # Children inherit the environment at start(): the one hand-off every launcher uses, plus the
     # CPU binding of preflight's own ranks (not NCCL settings).
-    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=os.environ,
-                                root_pid=str(os.getpid()))
+    updates = decision.child_environment(run_dir)
     cpu_env = cpu_rank_env(local_ranks) if device == "cpu" else {}
     saved = {k: os.environ.get(k) for k in [*updates, *cpu_env]}
     # Through the one writer: the hand-off, then the CPU binding where the user set none (harness names).

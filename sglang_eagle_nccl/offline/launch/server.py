@@ -3,7 +3,7 @@
 The wrapper validates the profile first (nothing starts on a bad profile), checks that the
 installed SGLang is covered by a patch set, opens the launch's audit directory, and runs
 ``python -m sglang.launch_server <args>`` with the environment built by
-:func:`~sglang_eagle_nccl.inproc.child_env.child_environment`. The server's interpreter activates
+:func:`~sglang_eagle_nccl.decision.decide.decide` (the one decision). The server's interpreter activates
 the plugin from the ``.pth`` bootstrap (every SGLang version), so this works the same on SGLang
 releases with and without native plugins. Signals are forwarded; when the server exits, the
 audit verdict is printed.
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sglang_eagle_nccl.contract.log import log
-from sglang_eagle_nccl.inproc.child_env import child_environment, merged
-from sglang_eagle_nccl.profile.model import Profile
+from sglang_eagle_nccl.decision.child_env import merged
+from sglang_eagle_nccl.decision.decide import Decision
 
 
 @dataclass(frozen=True)
@@ -50,20 +50,23 @@ def node_rank_from_args(args: Sequence[str]) -> int | None:
     return known.node_rank
 
 
-def plan_launch(profile: Profile, server_args: Sequence[str], *, python: str | None = None,
-                dry_run: bool = False, environ: dict[str, str] | None = None) -> LaunchPlan:
-    """Decide the command and environment. Opens the launch directory, except for a dry run."""
+def plan_launch(decision: Decision, server_args: Sequence[str], *, python: str | None = None,
+                dry_run: bool = False) -> LaunchPlan:
+    """The command and environment of the launch ``decision`` decided (once, from the shell it was asked
+    in). Opens the launch directory, except for a dry run; only the hand-off's signing is left here."""
     from sglang_eagle_nccl.contract.launch_dir import open_launch
 
-    environ = dict(os.environ) if environ is None else environ
-    node_rank = node_rank_from_args(server_args)
+    profile = decision.profile
+    assert profile is not None, "a refused decision launches nothing"
+    environ = decision.inputs.environ
+    node_rank = decision.inputs.node_rank
     run_dir = None
     if not dry_run:
         meta = {"profile": profile.to_dict(), "launcher": "sglang-eagle-nccl launch", "server_args": list(server_args)}
-        run_dir = open_launch(profile.policy.audit_dir, meta, required=profile.policy.audit_required)
-    # The server process is the root of the launch (it runs SGLang's launcher code): root_pid None.
-    updates = child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=environ, root_pid=None,
-                                create_key=not dry_run)
+        run_dir = open_launch(profile.policy.audit_dir, meta, required=profile.policy.audit_required,
+                              name=decision.launch_name())
+    # The server process is the root of the launch (it runs SGLang's launcher code): decided so.
+    updates = decision.child_environment(run_dir, create_key=not dry_run)
     argv = [python or sys.executable, "-m", "sglang.launch_server", *server_args]
     from sglang_eagle_nccl.contract.findings import ProfileError
     from sglang_eagle_nccl.profile.limits import check_exec_size

@@ -106,8 +106,8 @@ def test_following_the_stale_fix_leaves_no_marker_that_silences_the_next_launch(
     says must leave a shell whose next launch is a root (it opens its own launch directory: audited)."""
     import re
 
-    from sglang_eagle_nccl.inproc.boot.activation import plan
-    from sglang_eagle_nccl.inproc.child_env import EXTERNAL_ROOT, child_environment
+    from sglang_eagle_nccl.decision.child_env import EXTERNAL_ROOT, child_environment
+    from sglang_eagle_nccl.decision.plan import plan
 
     profile = resolve(["pcie-8gpu"], use_environ=False).profile
     printed = child_environment(

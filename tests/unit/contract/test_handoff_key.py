@@ -134,7 +134,7 @@ KINDS = [
 READ_AND_DECODE = """
     import json, os, sys
     from sglang_eagle_nccl.contract import handoff
-    from sglang_eagle_nccl.inproc.boot.activation import plan
+    from sglang_eagle_nccl.decision.plan import plan
     for kind, cache in json.loads(os.environ["CASES"]):
         os.environ["XDG_CACHE_HOME"] = cache
         read, ensure = handoff.read_key() is not None, handoff.ensure_key() is not None

@@ -23,7 +23,7 @@ from sglang_eagle_nccl.cli.main import main
 from sglang_eagle_nccl.contract import handoff, names
 from sglang_eagle_nccl.contract.findings import ProfileError
 from sglang_eagle_nccl.contract.native_location import present
-from sglang_eagle_nccl.inproc.boot.activation import plan
+from sglang_eagle_nccl.decision.plan import plan
 from sglang_eagle_nccl.profile.resolve import resolve
 
 REPO = Path(__file__).resolve().parents[3]

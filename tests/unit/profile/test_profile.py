@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from sglang_eagle_nccl.contract import handoff as wire
 from sglang_eagle_nccl.contract.findings import ProfileError
+from sglang_eagle_nccl.decision.plan import process_env
 from sglang_eagle_nccl.knowledge.nccl import variables as nccl_vars
 from sglang_eagle_nccl.profile.model import Profile
 from sglang_eagle_nccl.profile.policy import Policy
@@ -96,8 +97,8 @@ def test_group_section_accepts_per_communicator_variables(tmp_path):
     f.write_text('[env]\nNCCL_PROTO = "LL"\n[groups.tp.env]\nNCCL_ALGO = "Tree"\nNCCL_PROTO = "Simple"\n')
     p = resolve([str(f)], use_environ=False).profile
     assert p.group_env("tp") == {"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}
-    assert p.expected_env("tp")["NCCL_PROTO"] == "Simple"
-    assert p.expected_env("world")["NCCL_PROTO"] == "LL"
+    assert {**process_env(p.to_dict(), None), **p.group_env("tp")}["NCCL_PROTO"] == "Simple"
+    assert {**process_env(p.to_dict(), None), **p.group_env("world")}["NCCL_PROTO"] == "LL"
 
 
 def test_group_section_refuses_process_cached_variable_with_reason(tmp_path):
@@ -121,8 +122,8 @@ def test_node_section_accepts_node_local_and_refuses_must_match(tmp_path):
     ok = tmp_path / "n.toml"
     ok.write_text('[nodes.1.env]\nNCCL_SOCKET_IFNAME = "eth1"\n')
     p = resolve([str(ok)], use_environ=False).profile
-    assert p.process_env(1) == {"NCCL_SOCKET_IFNAME": "eth1"}
-    assert p.process_env(0) == {}
+    assert process_env(p.to_dict(), 1) == {"NCCL_SOCKET_IFNAME": "eth1"}
+    assert process_env(p.to_dict(), 0) == {}
     bad = tmp_path / "b.toml"
     bad.write_text('[nodes.1.env]\nNCCL_ALGO = "Tree"\n')
     with pytest.raises(ProfileError):

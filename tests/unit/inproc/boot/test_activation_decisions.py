@@ -20,7 +20,8 @@ import pytest
 from sglang_eagle_nccl.contract import handoff, names, native_location
 from sglang_eagle_nccl.contract.findings import ProfileError
 from sglang_eagle_nccl.contract.launch_dir import AuditError, open_launch
-from sglang_eagle_nccl.inproc.boot import activation, native
+from sglang_eagle_nccl.decision import plugins
+from sglang_eagle_nccl.inproc.boot import activation
 from sglang_eagle_nccl.inproc.boot.state import STATE
 from sglang_eagle_nccl.profile.resolve import resolve
 from support.inproc import native_library, process_with_library
@@ -52,15 +53,15 @@ def elsewhere() -> str:
 
 
 def test_the_env_plugin_is_always_this_installations(proc, library_here):
-    assert native.plugin_env({"env": {}}, {}) == {"NCCL_ENV_PLUGIN": library_here}
+    assert plugins.plugin_env({"env": {}}, {}) == {"NCCL_ENV_PLUGIN": library_here}
     # A copy of ours from another installation (a parent in another venv) is replaced, never refused.
-    assert native.plugin_env({}, {"NCCL_ENV_PLUGIN": elsewhere()}) == {"NCCL_ENV_PLUGIN": library_here}
-    assert native.plugin_env({}, {"NCCL_ENV_PLUGIN": ""}) == {"NCCL_ENV_PLUGIN": library_here}
+    assert plugins.plugin_env({}, {"NCCL_ENV_PLUGIN": elsewhere()}) == {"NCCL_ENV_PLUGIN": library_here}
+    assert plugins.plugin_env({}, {"NCCL_ENV_PLUGIN": ""}) == {"NCCL_ENV_PLUGIN": library_here}
 
 
 def test_a_foreign_env_plugin_is_refused_naming_it(proc):
     with pytest.raises(ProfileError) as info:
-        native.plugin_env({}, {"NCCL_ENV_PLUGIN": "/opt/site/libnccl-env.so"})
+        plugins.plugin_env({}, {"NCCL_ENV_PLUGIN": "/opt/site/libnccl-env.so"})
     (f,) = info.value.findings
     assert (f.variable, f.value) == ("NCCL_ENV_PLUGIN", "/opt/site/libnccl-env.so")
     assert f.rule.startswith(
@@ -72,9 +73,9 @@ def test_a_foreign_env_plugin_is_refused_naming_it(proc):
 def test_a_foreign_tuner_plugin_is_refused_only_when_the_profile_has_rules(proc, library_here):
     user = {"NCCL_TUNER_PLUGIN": "/opt/site/libnccl-tuner.so"}
     # Without rules the user's tuner is theirs: NCCL loads it, nothing is written for it.
-    assert native.plugin_env({}, user) == {"NCCL_ENV_PLUGIN": library_here}
+    assert plugins.plugin_env({}, user) == {"NCCL_ENV_PLUGIN": library_here}
     with pytest.raises(ProfileError) as info:
-        native.plugin_env({"tuner_rules": RULES}, user)
+        plugins.plugin_env({"tuner_rules": RULES}, user)
     (f,) = info.value.findings
     assert (f.variable, f.value) == ("NCCL_TUNER_PLUGIN", "/opt/site/libnccl-tuner.so")
     assert "loads its own tuner plugin (the profile's [[tuner.rules]] run in it)" in f.rule
@@ -85,35 +86,35 @@ def test_a_foreign_tuner_plugin_is_refused_only_when_the_profile_has_rules(proc,
 
 
 def test_the_tuner_plugin_is_ours_with_rules_the_profiles_otherwise(proc, library_here):
-    assert native.plugin_env({"tuner_rules": RULES}, {}) == {
+    assert plugins.plugin_env({"tuner_rules": RULES}, {}) == {
         "NCCL_ENV_PLUGIN": library_here,
         "NCCL_TUNER_PLUGIN": library_here,
     }
     assert (
-        native.plugin_env({"tuner_rules": RULES}, {"NCCL_TUNER_PLUGIN": elsewhere()})["NCCL_TUNER_PLUGIN"]
+        plugins.plugin_env({"tuner_rules": RULES}, {"NCCL_TUNER_PLUGIN": elsewhere()})["NCCL_TUNER_PLUGIN"]
         == library_here
     )
     wanted = {"NCCL_TUNER_PLUGIN": "/opt/profile-tuner.so"}
-    assert native.plugin_env({}, {}, wanted) == {"NCCL_ENV_PLUGIN": library_here, **wanted}
+    assert plugins.plugin_env({}, {}, wanted) == {"NCCL_ENV_PLUGIN": library_here, **wanted}
     # Ours, inherited from a launch with rules, is taken out where this profile has none.
-    assert native.plugin_env({}, {"NCCL_TUNER_PLUGIN": elsewhere()}) == {
+    assert plugins.plugin_env({}, {"NCCL_TUNER_PLUGIN": elsewhere()}) == {
         "NCCL_ENV_PLUGIN": library_here,
         "NCCL_TUNER_PLUGIN": None,
     }
     assert (
-        native.plugin_env({"tuner_rules": []}, {"NCCL_TUNER_PLUGIN": library_here})["NCCL_TUNER_PLUGIN"]
+        plugins.plugin_env({"tuner_rules": []}, {"NCCL_TUNER_PLUGIN": library_here})["NCCL_TUNER_PLUGIN"]
         is None
     )
 
 
 def test_without_the_library_nccl_reads_the_environment_and_rules_are_refused(proc, monkeypatch, tmp_path):
     monkeypatch.setattr(native_location, "HERE", str(tmp_path / "sglang_eagle_nccl" / "native"))
-    assert native.plugin_env({}, {}) == {}
+    assert plugins.plugin_env({}, {}) == {}
     inherited = {"NCCL_ENV_PLUGIN": elsewhere(), "NCCL_TUNER_PLUGIN": elsewhere()}
-    assert native.plugin_env({}, inherited) == {"NCCL_ENV_PLUGIN": None, "NCCL_TUNER_PLUGIN": None}
-    assert native.plugin_env({}, {"NCCL_ENV_PLUGIN": "/opt/theirs.so"}) == {}  # theirs: NCCL loads it
+    assert plugins.plugin_env({}, inherited) == {"NCCL_ENV_PLUGIN": None, "NCCL_TUNER_PLUGIN": None}
+    assert plugins.plugin_env({}, {"NCCL_ENV_PLUGIN": "/opt/theirs.so"}) == {}  # theirs: NCCL loads it
     with pytest.raises(ProfileError) as info:
-        native.plugin_env({"tuner_rules": RULES}, {})
+        plugins.plugin_env({"tuner_rules": RULES}, {})
     (f,) = info.value.findings
     assert f.variable == "tuner.rules" and f.rule.startswith(
         "the profile has [[tuner.rules]] but the native tuner plugin is not available here: "

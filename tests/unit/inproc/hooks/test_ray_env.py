@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sglang_eagle_nccl.contract.handoff import current_inputs
-from sglang_eagle_nccl.inproc.child_env import child_environment
+from sglang_eagle_nccl.decision.child_env import child_environment
 from sglang_eagle_nccl.inproc.hooks.hook_ray import (
     actor_nccl_values,
     foreign_inputs,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_eagle_nccl.inproc.hooks.patching import entry_point_allowed, sglang_plugins_allowlist
+from sglang_eagle_nccl.knowledge.sglang.plugin_loader import entry_point_allowed, sglang_plugins_allowlist
 
 
 @pytest.mark.parametrize(

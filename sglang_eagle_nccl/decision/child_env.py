@@ -17,10 +17,11 @@ and activates; one whose own environment adds or changes an input refuses the pr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.handoff import current_inputs, encode, read_key
-from sglang_eagle_nccl.inproc.boot.activation import process_env
+from sglang_eagle_nccl.decision.plan import process_env
 from sglang_eagle_nccl.profile.model import Profile
 
 # Marks a launch none of whose processes is its root (env --audit-dir: every process started
@@ -39,7 +40,26 @@ def child_environment(
     standalone: bool = False,
     nccl_values: Mapping[str, str] | None = None,
 ) -> dict[str, str | None]:
-    """Variables to set (None: to remove) in a child's environment, based on ``environ``.
+    """Variables to set (None: to remove) in a child's environment (see :func:`decide_child_environment`).
+
+    ``create_key`` False (a dry run): signed only with an existing key, nothing written.
+    """
+    handoff = decide_child_environment(profile, run_dir=run_dir, node_rank=node_rank, environ=environ,
+                                       root_pid=root_pid, standalone=standalone, nccl_values=nccl_values)
+    return handoff.signed() if create_key else handoff.updates
+
+
+def decide_child_environment(
+    profile: Profile,
+    *,
+    run_dir: str | None,
+    node_rank: int | None,
+    environ: Mapping[str, str],
+    root_pid: str | None,
+    standalone: bool = False,
+    nccl_values: Mapping[str, str] | None = None,
+) -> Handoff:
+    """Variables to set (None: to remove) in a child's environment, based on ``environ``; writes nothing.
 
     ``root_pid`` None makes the child the root of the launch (the SGLang server ``launch``
     starts); a pid or :data:`EXTERNAL_ROOT` makes it a child that inherits decisions.
@@ -69,10 +89,30 @@ def child_environment(
             inputs[names.ENV_AUDIT_DIR] = audit_root
         # Printed or passed on as it is: the inputs the hand-off records must be in it.
         updates.update(inputs)
-    # create_key=False (a dry run) signs only with an existing key: it must write nothing.
-    key = None if create_key else (read_key() or b"")
-    updates[names.ENV_PROFILE] = encode(data, inputs=inputs, run_dir=run_dir, key=key)
-    return updates
+    # Signed with an existing key only: deciding writes nothing. A launch signs once the key exists
+    # (Handoff.signed, create_key=True).
+    updates[names.ENV_PROFILE] = encode(data, inputs=inputs, run_dir=run_dir, key=read_key() or b"")
+    return Handoff(updates, data, inputs, run_dir)
+
+
+class Handoff:
+    """A child environment decided, its hand-off signed with the key there was (or unsigned: ``-``)."""
+
+    __slots__ = ("updates", "data", "inputs", "run_dir")
+
+    def __init__(self, updates: dict[str, str | None], data: dict[str, Any], inputs: dict[str, str],
+                 run_dir: str | None) -> None:
+        self.updates, self.data, self.inputs, self.run_dir = updates, data, inputs, run_dir
+
+    def signed(self) -> dict[str, str | None]:
+        """The same environment with the hand-off signed by this user's key (created if need be).
+
+        Only the signature can change: the values, inputs and launch directory are the decided ones.
+        """
+        wire = self.updates[names.ENV_PROFILE] or ""
+        if not wire.endswith(".-"):
+            return dict(self.updates)
+        return {**self.updates, names.ENV_PROFILE: encode(self.data, inputs=self.inputs, run_dir=self.run_dir)}
 
 
 def merged(environ: Mapping[str, str], updates: Mapping[str, str | None]) -> dict[str, str]:
