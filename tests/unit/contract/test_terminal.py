@@ -60,3 +60,8 @@ def test_every_named_character_is_unsafe_and_escaped_by_code():
     assert printable("a\u202eb\x1b[2J\u200b\U000e0001") == "a\\u202eb\\x1b[2J\\u200b\\U000e0001"
     assert printable("\udcff") == "\\udcff"  # an undecodable byte of a file name
     assert printable(5) == "5" and printable("plain ✓ é 😀 שלום") == "plain ✓ é 😀 שלום"
+
+
+def test_the_boundaries_of_each_escape_width():
+    assert printable("\x80\x9f\xff\u0100\u00ad\U00010000\U000e007f") == "\\x80\\x9f\xff\u0100\\xad\U00010000\\U000e007f"
+    assert printable(" ~\x7f") == " ~\\x7f"

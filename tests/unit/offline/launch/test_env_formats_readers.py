@@ -280,3 +280,39 @@ def test_no_format_carries_a_nul_or_a_bad_name(fmt):
 def test_an_unknown_format_is_refused():
     with pytest.raises(FormatError, match="unknown format 'xml'"):
         render({"NCCL_A": "x"}, "xml")
+
+
+# --- exact texts and boundaries (what a reader's round trip alone cannot tell apart) ------------------------
+
+
+def test_exact_texts_of_each_format():
+    assert render({"NCCL_B": "1", "NCCL_A": "2"}, "json") == '{\n  "NCCL_A": "2",\n  "NCCL_B": "1"\n}'
+    assert render({"NCCL_B": "1", "NCCL_A": "a b"}, "dotenv") == "NCCL_B=1\nNCCL_A=a b"
+    assert render({"NCCL_A": "1"}, "shell", unset=["SGLANG_EAGLE_NCCL_ROOT_PID", "NCCL_A"]) == (
+        "unset SGLANG_EAGLE_NCCL_ROOT_PID\nexport NCCL_A=1")
+    assert render({"NCCL_A": "1"}, "k8s", unset=["NCCL_B"]) == '- name: "NCCL_A"\n  value: "1"'
+    assert render({"NCCL_A": ' ~"\\\x7f\xff\u0100\uffff\U00010000$'}, "k8s") == (
+        '- name: "NCCL_A"\n  value: " ~\\"\\\\\\x7f\\xff\\u0100\\uffff\\U00010000$$"')
+
+
+@pytest.mark.parametrize(("value", "carried"), [
+    ("\ufdcf", True), ("\ufdd0", False), ("\ufdef", False), ("\ufdf0", True), ("\ufffd", True),
+    ("\ufffe", False), ("\uffff", False), ("\U0001fffe", False), ("\U0001fffd", True),
+])
+def test_dotenv_noncharacters_exactly(value, carried):
+    if carried:
+        assert render({"NCCL_A": value}, "dotenv") == f"NCCL_A={value}"
+    else:
+        with pytest.raises(FormatError, match="noncharacter"):
+            render({"NCCL_A": value}, "dotenv")
+
+
+@pytest.mark.parametrize("value", ["\ud7ff", "\ue000", "\U0010fffd"])
+def test_k8s_carries_every_scalar_value_next_to_the_surrogates(value):
+    assert pod_environment(render({"NCCL_A": value}, "k8s")) == {"NCCL_A": value}
+
+
+@pytest.mark.parametrize("value", ["\ud800", "\udfff"])
+def test_k8s_refuses_each_surrogate(value):
+    with pytest.raises(FormatError, match="lone surrogate"):
+        render({"NCCL_A": value}, "k8s")
