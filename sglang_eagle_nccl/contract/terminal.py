@@ -38,12 +38,12 @@ def is_unsafe(ch: str) -> bool:
 
 
 def _escape(ch: str) -> str:
-    code = ord(ch)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
+    digits = f"{ord(ch):x}"  # the shortest escape that holds the code: 2, 4 or 8 hex digits
+    if len(digits) <= 2:
+        return "\\x" + digits.zfill(2)
+    if len(digits) <= 4:
+        return "\\u" + digits.zfill(4)
+    return "\\U" + digits.zfill(8)
 
 
 def printable(text: object) -> str:

@@ -316,3 +316,17 @@ def test_k8s_carries_every_scalar_value_next_to_the_surrogates(value):
 def test_k8s_refuses_each_surrogate(value):
     with pytest.raises(FormatError, match="lone surrogate"):
         render({"NCCL_A": value}, "k8s")
+
+
+def test_exact_texts_of_refusals_and_of_the_rarest_values():
+    from sglang_eagle_nccl.offline.launch.env_formats import shell_quote
+
+    assert shell_quote("a\udcffb\x01") == "$'a\\377b\\001'"  # an undecodable byte, as the byte it was
+    text = render({"SGLANG_EAGLE_NCCL_NODE_RANK": "1", "NCCL_A": "$x"}, "k8s")  # the node rank: last, as given
+    assert text == ('- name: "NCCL_A"\n  value: "$$x"\n'
+                    '- name: "SGLANG_EAGLE_NCCL_NODE_RANK"\n  value: "1"')
+    assert pod_environment(text) == {"NCCL_A": "$x", "SGLANG_EAGLE_NCCL_NODE_RANK": "1"}
+    with pytest.raises(FormatError, match=r"NCCL_A='a\\nb': .*; NCCL_B=' x': "):
+        render({"NCCL_A": "a\nb", "NCCL_B": " x"}, "dotenv")
+    with pytest.raises(FormatError, match="one of shell, json, dotenv, k8s$"):
+        render({}, "xml")
