@@ -77,7 +77,7 @@ def _commands(w: dict[str, Path]) -> dict[str, list[str]]:
         "profiles show (errors)": ["profiles", "show", bad],
         "explain": ["explain", f"NCCL_{HOSTILE}"],
         "env --format dotenv (refused)": ["env", "--profile", good, "--format", "dotenv"],
-        "env --format json (refused)": ["env", "--profile", good, "--audit-dir", str(w["folder"] / "a$x"),
+        "env --format json": ["env", "--profile", good, "--audit-dir", str(w["folder"] / "a$x"),
                                          "--format", "json"],
         "env (errors)": ["env", "--profile", bad],
         "launch --dry-run": ["launch", "--dry-run", "--profile", good, "--", "--model-path", HOSTILE],
