@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from sglang_eagle_nccl.contract.errors import PluginStop
+from sglang_eagle_nccl.contract.terminal import printable
 
 Severity = Literal["error", "warning"]
 
@@ -30,7 +31,8 @@ class Finding:
         """One human-readable line: where, what, why, how to fix."""
         where = f"[{self.source}] " if self.source else ""
         shown = f"{self.variable}={shown_value(self.value)}" if self.value is not None else self.variable
-        return f"{where}{shown}: {self.rule}. Fix: {self.fix}"
+        # One line, whatever a name or a source holds (the values are repr'd already).
+        return printable(f"{where}{shown}: {self.rule}. Fix: {self.fix}")
 
     def with_source(self, source: str | None) -> Finding:
         if source is None or self.source is not None:

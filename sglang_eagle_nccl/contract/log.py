@@ -2,9 +2,13 @@
 
 Import-free (it runs at interpreter start). ``once`` keys guard messages that several paths may
 reach in one process (the ``.pth`` line runs twice in a venv with a ``lib64 -> lib`` symlink).
+Every line goes through the one terminal escaper (:func:`~sglang_eagle_nccl.contract.terminal.printable_lines`):
+a message quotes profile names, group labels and values that anyone may have written.
 """
 
 import sys
+
+from sglang_eagle_nccl.contract.terminal import printable_lines
 
 PREFIX = "[sglang-eagle-nccl]"
 _said: set[str] = set()
@@ -17,6 +21,6 @@ def log(message: str, *, once: str | None = None) -> None:
             return
         _said.add(once)
     try:
-        print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
+        print(printable_lines(f"{PREFIX} {message}"), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass  # stderr closed (daemonised process): nothing left to tell

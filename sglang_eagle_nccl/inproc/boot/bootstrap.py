@@ -14,6 +14,7 @@ once SGLang is imported. Any failure refuses SGLang in that process (fail closed
 
 from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.log import log
+from sglang_eagle_nccl.contract.terminal import printable
 from sglang_eagle_nccl.inproc.boot import activation
 from sglang_eagle_nccl.inproc.boot.state import STATE
 
@@ -53,7 +54,7 @@ def activate(*, origin: str) -> None:
     activation.apply(activation.plan(), origin=origin)
     if STATE.is_root and STATE.role == "launcher":
         count = sum(1 for k, v in STATE.expected_env.items() if STATE.saved_before.get(k) != v)
-        log(f"profile '{(STATE.data or {}).get('name')}' applied ({count} NCCL variable(s) set)", once="applied")
+        log(f"profile '{printable((STATE.data or {}).get('name'))}' applied ({count} NCCL variable(s) set)", once="applied")
     _when_sglang_imported(_install_after_import)
 
 

@@ -23,6 +23,9 @@ reach any scheduler. Two kinds of hook make up for it:
 Ray merges an actor's ``env_vars`` over the job's (``_merge_runtime_env``, per variable), so the
 user's values stay; where a user value meets one of these (a profile variable, an input), the
 profile wins as it does everywhere else, and that is reported (log line + ``ray_actor_env`` record).
+Ray rewrites ``$NAME`` and ``${...}`` in those values when a worker starts: a value of ours holding
+one is refused here, before any actor starts. Every decision of this paragraph and the next is a
+pure function of :mod:`~sglang_eagle_nccl.inproc.hooks.ray_env`.
 
 Node ranks on Ray: SGLang numbers the nodes of its automatic placement group ``0 .. nnodes-1``
 with node 0 the driver's (rank 0's) bundle and the others in bundle order (``bundle_for_node``); a
@@ -44,6 +47,13 @@ from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.decision.plan import process_env
 from sglang_eagle_nccl.inproc.boot.state import STATE, record
+from sglang_eagle_nccl.inproc.hooks.ray_env import (
+    actor_runtime_env,
+    foreign_inputs,
+    number_nodes,
+    overlay_sglang_writes,
+    ray_rewritten,
+)
 from sglang_eagle_nccl.inproc.refusal import stop
 
 # How long the scope waits for SGLang's placement group to be placed before giving up (the node of
@@ -66,63 +76,14 @@ class RayEnvError(PluginStop, RuntimeError):
     """The plugin cannot give SGLang's Ray actors the environment a spawned scheduler would get."""
 
 
-# --- deciding (pure) ---------------------------------------------------------------------------
-
-
-def number_nodes(bundle_nodes: Mapping[int, str], first_bundle: int) -> dict[str, int]:
-    """Ray node id -> node rank for one placement group (see the module docstring).
-
-    ``bundle_nodes``: bundle index -> id of the node it is placed on; ``first_bundle``: the bundle of
-    the first scheduler actor SGLang creates. Every bundle must be placed.
-    """
-    order = [bundle_nodes[first_bundle]] + [bundle_nodes[b] for b in sorted(bundle_nodes)]
-    ranks: dict[str, int] = {}
-    for node in order:
-        ranks.setdefault(node, len(ranks))
-    return ranks
+# --- deciding (pure: ray_env) -------------------------------------------------------------------
 
 
 def actor_nccl_values(data: Mapping[str, Any], node_rank: int | None, run_dir: str | None,
                       sglang_written: Mapping[str, str | None], keep: set[str]) -> dict[str, str]:
-    """The NCCL values an actor of node ``node_rank`` must start with.
-
-    The profile's values for that node, plus what SGLang wrote in the driver (``sglang_written``:
-    name -> the driver's value after the profile's policy; None when SGLang removed it): a profile
-    variable keeps the profile's value unless SGLang may win it (``keep``).
-    """
-    values = process_env(data, node_rank, run_dir)
-    for name, value in sorted(sglang_written.items()):
-        if name in values and name not in keep:
-            continue  # restored in the driver: the profile's value, for this actor's node
-        if value is None:
-            values.pop(name, None)
-        else:
-            values[name] = value
-    return values
-
-
-def merge_env_vars(ours: Mapping[str, str], theirs: Mapping[str, str]) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """``theirs`` (a runtime_env's env_vars) with ``ours`` on top, and the user values ours replaced.
-
-    Reported are the NCCL variables and the plugin's inputs a user gave another value; the per-actor
-    variables (hand-off, root marker, node rank) differ by design and are not.
-    """
-    per_actor = {names.ENV_PROFILE, names.ENV_ROOT_PID, names.ENV_NODE_RANK}
-    merged = dict(theirs)
-    replaced = []
-    for name, value in ours.items():
-        before = theirs.get(name)
-        if before is not None and before != value and name not in per_actor:
-            replaced.append({"name": name, "user_value": before, "value": value})
-        merged[name] = value
-    return merged, replaced
-
-
-def foreign_inputs(job_env_vars: Mapping[str, str], ours: Mapping[str, str]) -> list[str]:
-    """Plugin inputs the job's runtime_env would add to every actor that the hand-off was not
-    resolved from (Ray can set a variable for an actor, not unset one): the actors would refuse
-    the profile as stale, so the driver refuses first."""
-    return sorted(k for k in names.INPUT_VARS if k in job_env_vars and k not in ours)
+    """The NCCL values an actor of node ``node_rank`` must start with: the profile's for that node,
+    with what SGLang wrote in the driver (:func:`~sglang_eagle_nccl.inproc.hooks.ray_env.overlay_sglang_writes`)."""
+    return overlay_sglang_writes(process_env(data, node_rank, run_dir), sglang_written, keep)
 
 
 # --- doing --------------------------------------------------------------------------------------
@@ -168,6 +129,16 @@ class _Scope:
         too_big = [f for f in check_exec_size(env, []) if f.severity == "error"]
         if too_big:
             raise RayEnvError(f"{self.where}: the Ray actors' environment cannot be built: {ProfileError(too_big)}")
+        rewritten = ray_rewritten(env)
+        if rewritten:
+            shown = ", ".join(f"{k}={env[k]!r}" for k in rewritten)
+            raise RayEnvError(
+                f"{self.where}: Ray rewrites '$NAME' and '${{...}}' in every runtime_env value when it starts a "
+                f"worker (os.path.expandvars, then unset '${{NAME}}' deleted), with no escape, so SGLang's "
+                f"{self.role} actors would not get {shown} as written and would refuse the profile as stale. "
+                "Nothing was started. Fix: remove the '$' from that value (a profile file's path, the audit "
+                "directory, SGLANG_EAGLE_NCCL_ENV), e.g. move or rename the directory."
+            )
         return env
 
     def check_job_env(self, ours: Mapping[str, str]) -> None:
@@ -219,13 +190,7 @@ class _Scope:
         if self.count == 0:
             # The job may have been connected only now (SGLang's first Ray call auto-initialises it).
             self.check_job_env(ours)
-        given = options.get("runtime_env") or {}
-        given = dict(given) if isinstance(given, Mapping) else {}
-        job = _job_env_vars()
-        actor_vars = given.get("env_vars") if isinstance(given.get("env_vars"), Mapping) else {}
-        merged, replaced = merge_env_vars(ours, {**job, **actor_vars})
-        # Only the actor's own variables go into its runtime_env: Ray merges the job's under them.
-        given["env_vars"] = {k: v for k, v in merged.items() if k in ours or k in actor_vars}
+        given, replaced = actor_runtime_env(options.get("runtime_env"), _job_env_vars(), ours)
         self.count += 1
         record("ray_actor_env", actor_role=self.role, actor=actor, where=self.where, node_rank=node_rank, **where,
                env={k: v for k, v in ours.items() if names.is_allowed_name(k)},

@@ -9,8 +9,9 @@ shown on its own. ``--verbose`` adds every process, every communicator, every re
 all-reduce tables, one section per machine.
 
 Everything printed from a record is untrusted text (an audit directory may be copied, shared or
-tampered with): control characters are escaped, so a value cannot move the cursor, clear the screen or
-forge a line of the verdict.
+tampered with): every line goes through the one terminal escaper (:mod:`sglang_eagle_nccl.contract.terminal`:
+control, bidirectional and invisible format characters), so a value cannot move the cursor, clear the
+screen, reorder or forge a line of the verdict.
 """
 
 from __future__ import annotations
@@ -18,19 +19,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from sglang_eagle_nccl.contract.terminal import printable
 from sglang_eagle_nccl.offline.audit.judge import MARK, CommVerdict, ProcessVerdict, Report, shown
 
-
-def printable(text: object) -> str:
-    """``text`` with every control character (C0, DEL, C1) written as an escape: nothing it holds acts on a terminal."""
-    out = []
-    for ch in str(text):
-        code = ord(ch)
-        if code < 0x20 or 0x7F <= code < 0xA0 or ch in "\u2028\u2029":
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+__all__ = ["format_text", "printable"]
 
 
 def _is_helper(p: ProcessVerdict) -> bool:

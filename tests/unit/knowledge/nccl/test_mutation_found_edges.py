@@ -301,9 +301,9 @@ def test_after_a_second_double_dash_everything_is_the_users(tmp_path, monkeypatc
 
 
 def test_dotenv_safe_values():
-    for ok in ("/X/y.xml", "eth0", "LL,Simple", "a#b"):
+    for ok in ("/X/y.xml", "eth0", "LL,Simple", "a#b", "a$b"):
         assert dotenv_safe(ok), ok
-    for bad in ("#x", " x", "x ", "a'b", 'a"b', "a\\b", "a$b", "a\nb", "a\rb"):
+    for bad in ("#x", " x", "x ", "a'b", 'a"b', "a\\b", "a${B}", "a\nb", "a\rb"):
         assert not dotenv_safe(bad), bad
 
 
