@@ -1,4 +1,4 @@
-"""The runtime_env decisions of inproc/hooks/ray_env.py on the real cluster: what a real worker holds.
+"""The runtime_env decisions of decision/ray_env.py on the real cluster: what a real worker holds.
 
 The plain tier proves them against references (tests/unit/inproc/hooks/test_ray_merge_generated.py); here
 Ray itself merges the job's ``env_vars`` under the actor's and rewrites ``$`` references when it starts the
@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from sglang_eagle_nccl.inproc.hooks.ray_env import actor_runtime_env, ray_rewrites
+from sglang_eagle_nccl.decision.ray_env import actor_runtime_env, ray_rewrites
 from support import ray_reference
 from support import sglang_cpu_run as run
 from support.ray_job import driver_env, job_env_vars, probe_records
@@ -26,7 +26,7 @@ WORKER_SCRIPT = textwrap.dedent(
     """
     import json, os, sys
     import ray
-    from sglang_eagle_nccl.inproc.hooks.ray_env import actor_runtime_env
+    from sglang_eagle_nccl.decision.ray_env import actor_runtime_env
 
     config = json.load(open(sys.argv[1]))
     ray.init(address=config["address"], runtime_env={"env_vars": config["job"]}, log_to_driver=False)

@@ -25,7 +25,7 @@ user's values stay; where a user value meets one of these (a profile variable, a
 profile wins as it does everywhere else, and that is reported (log line + ``ray_actor_env`` record).
 Ray rewrites ``$NAME`` and ``${...}`` in those values when a worker starts: a value of ours holding
 one is refused here, before any actor starts. Every decision of this paragraph and the next is a
-pure function of :mod:`~sglang_eagle_nccl.inproc.hooks.ray_env`.
+pure function of :mod:`~sglang_eagle_nccl.decision.ray_env`.
 
 Node ranks on Ray: SGLang numbers the nodes of its automatic placement group ``0 .. nnodes-1``
 with node 0 the driver's (rank 0's) bundle and the others in bundle order (``bundle_for_node``); a
@@ -46,14 +46,14 @@ from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.decision.plan import process_env
-from sglang_eagle_nccl.inproc.boot.state import STATE, record
-from sglang_eagle_nccl.inproc.hooks.ray_env import (
+from sglang_eagle_nccl.decision.ray_env import (
     actor_runtime_env,
     foreign_inputs,
     number_nodes,
     overlay_sglang_writes,
     ray_rewritten,
 )
+from sglang_eagle_nccl.inproc.boot.state import STATE, record
 from sglang_eagle_nccl.inproc.refusal import stop
 
 # How long the scope waits for SGLang's placement group to be placed before giving up (the node of
@@ -82,7 +82,7 @@ class RayEnvError(PluginStop, RuntimeError):
 def actor_nccl_values(data: Mapping[str, Any], node_rank: int | None, run_dir: str | None,
                       sglang_written: Mapping[str, str | None], keep: set[str]) -> dict[str, str]:
     """The NCCL values an actor of node ``node_rank`` must start with: the profile's for that node,
-    with what SGLang wrote in the driver (:func:`~sglang_eagle_nccl.inproc.hooks.ray_env.overlay_sglang_writes`)."""
+    with what SGLang wrote in the driver (:func:`~sglang_eagle_nccl.decision.ray_env.overlay_sglang_writes`)."""
     return overlay_sglang_writes(process_env(data, node_rank, run_dir), sglang_written, keep)
 
 

@@ -41,7 +41,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 from sglang_eagle_nccl.contract.terminal import is_unsafe
-from sglang_eagle_nccl.inproc.hooks.ray_env import ray_rewrites
+from sglang_eagle_nccl.decision.ray_env import ray_rewrites
 
 FORMATS = ("shell", "json", "dotenv", "k8s")
 

@@ -7,8 +7,8 @@ import pytest
 
 from sglang_eagle_nccl.contract.handoff import current_inputs
 from sglang_eagle_nccl.decision.child_env import child_environment
+from sglang_eagle_nccl.decision.ray_env import foreign_inputs, merge_env_vars, number_nodes
 from sglang_eagle_nccl.inproc.hooks.hook_ray import actor_nccl_values
-from sglang_eagle_nccl.inproc.hooks.ray_env import foreign_inputs, merge_env_vars, number_nodes
 from sglang_eagle_nccl.profile.resolve import decode_handoff, resolve
 
 DATA = {

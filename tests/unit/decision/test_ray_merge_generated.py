@@ -1,4 +1,4 @@
-"""The Ray runtime_env decisions (inproc/hooks/ray_env.py) on generated inputs, against references written
+"""The Ray runtime_env decisions (decision/ray_env.py) on generated inputs, against references written
 here: what the actor's ``runtime_env`` holds, what its worker ends up with once Ray merges the job's
 ``env_vars`` under the actor's (per variable, the actor's win), what is reported, how nodes are numbered,
 which values Ray would rewrite (``os.path.expandvars`` over the worker's environment, then unset
@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.inproc.hooks.ray_env import (
+from sglang_eagle_nccl.decision.ray_env import (
     PER_ACTOR,
     actor_runtime_env,
     foreign_inputs,
