@@ -22,6 +22,8 @@ from typing import Any
 
 from sglang_eagle_nccl.contract.files import UnreadableFile, read_regular_file
 from sglang_eagle_nccl.contract.launch_dir import (
+    DISK_FULL_REQUIRED_SUFFIX,
+    DISK_FULL_SUFFIX,
     FILE_PREFIX,
     FILE_SUFFIX,
     LAUNCH_META,
@@ -60,8 +62,9 @@ class Collected:
 
 
 def _wanted(name: str) -> bool:
-    return name == LAUNCH_META or (name.endswith(FILE_SUFFIX) and name.startswith((FILE_PREFIX, READS_PREFIX))
-                                   and "/" not in name)
+    """launch.json, record files, reads logs and their disk-full markers: only what a launch directory holds."""
+    return name == LAUNCH_META or (name.endswith((FILE_SUFFIX, DISK_FULL_SUFFIX, DISK_FULL_REQUIRED_SUFFIX))
+                                   and name.startswith((FILE_PREFIX, READS_PREFIX)) and "/" not in name)
 
 
 def read_node(run_dir: str) -> dict[str, Any]:

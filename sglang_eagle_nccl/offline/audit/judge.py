@@ -634,6 +634,10 @@ def judge_launch(launch: LaunchRecords) -> Report:
         report.problems.append("the launch directories given name different profiles (launch.json): they are not "
                                "one launch, or its nodes ran different profiles")
         report.verdict = "fail"
+    for full in launch.disk_full:
+        if full.required:  # the process stopped where its disk filled: the launch did not run as asked
+            report.problems.append(full.text())
+            report.verdict = "fail"
     if report.unreadable and report.verdict == "ok":
         # Something in the launch was not judged (a planted symlink, a corrupt line): the
         # verdict cannot be an unqualified pass.
