@@ -46,7 +46,7 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
     was copied (copies that disagree are listed, and only make the verdict worse).
     """
     from sglang_eagle_nccl.offline.audit.judge import load_report
-    from sglang_eagle_nccl.offline.audit.read import CannotJudge
+    from sglang_eagle_nccl.offline.audit.read import CannotJudge, no_cycle_collector
     from sglang_eagle_nccl.offline.audit.render import format_text
 
     budget = _budget(budget_flags, as_json)
@@ -74,7 +74,8 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
         report = load_report(paths, budget)
     except CannotJudge as exc:
         fail_input(f"cannot judge: {exc}", as_json=as_json)
-    data = report.to_dict()
+    with no_cycle_collector():  # the report as data: as many small objects again, none in a cycle
+        data = report.to_dict()
     if collected is not None:
         data["collected"] = {"summary": collected.summary(), "dest": collected.dest, "cluster": collected.cluster,
                              "nodes": [{"node_id": n.node_id, "host": n.host, "files": len(n.files),
