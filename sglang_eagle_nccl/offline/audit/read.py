@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import gc
 import json
+import operator
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -286,6 +287,9 @@ def _identity(record: dict[str, Any]) -> dict[str, Any]:
     return {k: record[k] for k in IDENTITY_FIELDS}
 
 
+_key_of = operator.itemgetter(*IDENTITY_FIELDS)
+
+
 def _reads_of(name: str, records: list[dict[str, Any]], bad: list[Unreadable]) -> ProcessReads | None:
     """A reads log's valid lines as one process's reads; None (and why, in ``bad``) when it names no process."""
     if not records or records[0]["event"] != "reads_log":
@@ -400,10 +404,11 @@ def _read_dir(run: Path, budget: Budget) -> _DirEvidence:
             evidence.unreadable += got.bad
             by_key: dict[Key, _Copy] = {}
             for rec in got.records:
-                ident = _identity(rec)
-                copy = by_key.get(identity_key(ident))
+                # identity_key of a valid record (its identity fields are strings and an int): no str() needed
+                key = _key_of(rec)
+                copy = by_key.get(key)
                 if copy is None:
-                    copy = by_key[identity_key(ident)] = _Copy(directory, entry.name, ident, [], got.bad_lines)
+                    copy = by_key[key] = _Copy(directory, entry.name, _identity(rec), [], got.bad_lines)
                 copy.records.append(rec)
             evidence.records += by_key.values()
             _note_cut(evidence, got)

@@ -32,6 +32,7 @@ to hold a whole valid record (only the newline was lost) that record is judged l
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import stat
@@ -373,6 +374,8 @@ class Schema:
     fast: Mapping[bytes, Callable[[bytes], Any]] = field(default_factory=dict)
     # per event: the fields whose values the fast decoder takes as they are and the full check then checks
     fast_checks: Mapping[str, tuple[tuple[str, Check], ...]] = field(default_factory=dict)
+    # the shared fields (_SHARED) every record of the table holds (its common fields)
+    shared: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, common: Mapping[str, Any], table: Mapping[str, events.Event]) -> Schema:
@@ -380,7 +383,7 @@ class Schema:
         return cls(_object_check(common, {}),
                    {name: _object_check(e.required, e.optional) for name, e in table.items()},
                    {name: (*common, *(k for k in e.fields if k not in common)) for name, e in table.items()},
-                   fast, fast_checks)
+                   fast, fast_checks, tuple(k for k in _SHARED_ORDER if k in common))
 
     def compact(self, record: dict[str, Any], strings: dict[str, str]) -> dict[str, Any]:
         """A valid record with the fields the table declares only, keyed by the table's own strings, its
@@ -541,6 +544,9 @@ def _take_fast(out: ParsedFile, chunk: list[bytes], number: int, file: str, sche
     """The lines of a chunk: each valid record through msgspec, any other line the plain way (:func:`_take_line`)."""
     append = out.records.append
     share = strings.setdefault
+    keys = schema.shared
+    # every record of the table holds these (common, required fields); itemgetter of one key gives no tuple
+    values = operator.itemgetter(*keys) if len(keys) > 1 else lambda record: (record[keys[0]],)
     for raw in chunk:
         number += 1
         record = _fast_record(raw, schema) if raw[:1] == b"{" else None
@@ -551,10 +557,8 @@ def _take_fast(out: ParsedFile, chunk: list[bytes], number: int, file: str, sche
             if raw in seen:
                 continue
             seen.add(raw)
-        for key in _SHARED_ORDER:  # the identity strings of a file, shared (see Schema.compact)
-            value = record.get(key)
-            if value is not None:
-                record[key] = share(value, value)
+        got = values(record)  # the identity strings of a file, shared (see Schema.compact)
+        record.update(zip(keys, map(share, got, got), strict=True))
         append(record)
 
 
