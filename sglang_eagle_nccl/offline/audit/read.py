@@ -367,9 +367,6 @@ class DiskFull:
         place = f"{self.directory}/{self.file}" if self.directory else self.file
         return self.reason().replace(": a write to this file", f": a write to {place}", 1)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "file": self.file, "required": self.required, "directory": self.directory}
-
 
 def _disk_full_of(name: str) -> tuple[str, bool] | None:
     """(the file a disk-full marker stands for, under audit_required) or None when ``name`` is no marker."""
