@@ -340,8 +340,20 @@ def _fast_decoders(common: Mapping[str, Any], table: Mapping[str, events.Event]
 _EVENT = re.compile(rb'"event": ?"([a-z_0-9]{1,64})"')
 
 
+# Where msgspec is more lenient than the json module in the values it skips (fields the table does not
+# declare): bytes that are not UTF-8, integers past Python's 4,300-digit limit, nesting past Python's
+# recursion limit. Such a line goes the plain way (rare: a real record is ASCII, a few KiB, flat).
+_LONG_DIGITS = re.compile(rb"[0-9]{4300}")
+_MAX_BRACKETS = 400
+
+
 def _fast_record(raw: bytes, schema: Schema) -> dict[str, Any] | None:
     """The record of a valid line through msgspec, or None: then the plain reader decides."""
+    if not raw.isascii() and _utf8(raw) is None:
+        return None
+    if len(raw) > 800 and (raw.count(b"[") + raw.count(b"{") > _MAX_BRACKETS
+                           or (len(raw) >= 4300 and _LONG_DIGITS.search(raw))):
+        return None
     found = _EVENT.search(raw)
     if found is None:
         return None

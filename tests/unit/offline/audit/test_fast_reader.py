@@ -102,3 +102,17 @@ def test_the_fast_reader_reads_what_the_plain_reader_reads(schema, common, table
         _same(schema, plain, data)
 
     check()
+
+
+@pytest.mark.parametrize("extra", [
+    b'"\xed\xa0\x80"',  # not UTF-8 (a surrogate encoded as such) in a field the table does not declare
+    b"1" + b"0" * 4400,  # an integer past Python's digit limit: the json module refuses it
+    b"[" * 1200 + b"]" * 1200,  # nesting past Python's recursion limit
+], ids=["not-utf8", "long-integer", "deep"])
+def test_what_msgspec_would_skip_and_the_json_module_refuses_is_refused_by_both(extra):
+    if not RECORDS.fast:
+        pytest.skip("msgspec is not installed: only the plain reader exists here")
+    line = (b'{"event":"audit_error","ts":0,"role":"","host":"","boot_id":"","pidns":"","pid":0,"start":"",'
+            b'"undeclared":' + extra + b"}\n")
+    _same(RECORDS, replace(RECORDS, fast={}, fast_checks={}), line)
+    assert parse_file(line, "f.jsonl", RECORDS).bad_lines == 1
