@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl.contract import events
+from sglang_eagle_nccl.contract import events, names
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.files import UnreadableFile, kind_of, read_regular_file
 from sglang_eagle_nccl.contract.launch_dir import FILE_PREFIX, FILE_SUFFIX, LAUNCH_META, READS_PREFIX
@@ -290,7 +290,7 @@ try:  # the optional extra: `pip install 'sglang-eagle-nccl[fast]'`
 except ImportError:  # pragma: no cover - depends on the installation
     _msgspec = None
 
-FAST = _msgspec is not None and os.environ.get("SGLANG_EAGLE_NCCL_AUDIT_READER", "") != "json"
+FAST = _msgspec is not None and os.environ.get(names.ENV_AUDIT_READER, "") != "json"
 
 
 def _has_object(field_type: Any) -> bool:
