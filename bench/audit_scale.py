@@ -40,7 +40,11 @@ def _identity(host: int, pid: int) -> dict[str, object]:
 
 def write_launch(run: Path, processes: int, per_host: int = 8) -> None:
     sys.path.insert(0, str(REPO))
+    from sglang_eagle_nccl.contract.jsonlight import dumps
     from sglang_eagle_nccl.contract.launch_dir import process_file_name, reads_file_name
+
+    def c_line(record: dict[str, object]) -> str:
+        return json.dumps(record, separators=(",", ":"))
 
     run.mkdir(parents=True)
     (run / "launch.json").write_text(json.dumps({"profile": {"name": "pcie-8gpu", "env": ENV}}))
@@ -49,7 +53,8 @@ def write_launch(run: Path, processes: int, per_host: int = 8) -> None:
         reads_name = reads_file_name(ident)
 
         def rec(event: str, _i: int = i, _ident: dict = ident, **fields: object) -> str:
-            return json.dumps({"event": event, "ts": 1.0 + _i, "role": "scheduler", **_ident, **fields})
+            # as AuditWriter writes a record: the start-up JSON writer (keys sorted, no spaces)
+            return dumps({"event": event, "ts": 1.0 + _i, "role": "scheduler", **_ident, **fields})
 
         lines = [rec("process_start", expected_env=ENV, env=ENV, profile="pcie-8gpu", group_envs={}, sglang_wins=[],
                      origin="pth", invocation="python -c <multiprocessing.spawn>", node_rank=i // per_host),
@@ -68,18 +73,28 @@ def write_launch(run: Path, processes: int, per_host: int = 8) -> None:
                   rec("nccl_reads_log", file=reads_name)]
         (run / process_file_name(ident)).write_text("\n".join(lines) + "\n")
         pid = ident["pid"]
-        reads = [json.dumps({"event": "reads_log", "time": 1.0, **ident}),
-                 json.dumps({"event": "env_init", "pid": pid, "time": 1.0, "abi": "v2", "nccl_version": "2.32.3",
-                             "library_version": "0.1.0"})]
+        # the identity line as Python writes it, then the C library's lines (its field order, no spaces)
+        reads = [dumps({"event": "reads_log", "time": 1.0, **ident}),
+                 c_line({"event": "env_init", "pid": pid, "time": 1.0, "abi": "v2", "nccl_version": "2.32.3",
+                         "library_version": "0.1.0"})]
         for name, value in ENV.items():
-            reads.append(json.dumps({"event": "read", "pid": pid, "time": 1.0, "name": name, "value": value,
-                                     "source": "profile", "environment": value, "disagrees": False}))
+            reads.append(c_line({"event": "read", "pid": pid, "time": 1.0, "name": name, "value": value,
+                                 "source": "profile", "environment": value, "disagrees": False}))
         counts = [{"name": n, "value": v, "source": "profile", "environment": v, "count": 3} for n, v in ENV.items()]
-        reads.append(json.dumps({"event": "counts", "pid": pid, "time": 2.0, "reads": counts, "unrecorded": 0}))
+        reads.append(c_line({"event": "counts", "pid": pid, "time": 2.0, "reads": counts, "unrecorded": 0}))
         (run / reads_name).write_text("\n".join(reads) + "\n")
 
 
-def measure(run: Path, *extra: str) -> tuple[float, float, int, float, int]:
+def reader() -> str:
+    """The JSON reader the audit uses here: msgspec (the 'fast' extra) when installed, else the json module."""
+    try:
+        import msgspec  # noqa: F401
+    except ImportError:
+        return "json"
+    return "msgspec"
+
+
+def measure(run: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[float, float, int, float, int]:
     """(CPU seconds, wall seconds, exit code, peak RSS in MiB, lines printed) of `audit` in a fresh interpreter
     on one core."""
     code = ("import resource, subprocess, sys, time; t = time.monotonic();"
@@ -91,7 +106,7 @@ def measure(run: Path, *extra: str) -> tuple[float, float, int, float, int]:
     if shutil.which("taskset"):
         cmd = ["taskset", "-c", "0", *cmd]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO,
-                         env=dict(os.environ, PYTHONPATH=str(REPO)))
+                         env=dict(os.environ, PYTHONPATH=str(REPO), **(env or {})))
     cpu, wall, rc, rss, lines = out.stdout.split()
     return float(cpu), float(wall), int(rc), int(rss) / 1024, int(lines)
 
@@ -108,6 +123,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="512,4096,16384,65536")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--plain-reader-up-to", type=int, default=16384,
+                    help="also measure the default view with the json module's reader up to this size")
     args = ap.parse_args()
     load_before = load()
     rows = []
@@ -128,6 +145,10 @@ def main() -> int:
                 if view == "text":
                     row["text_lines"] = got[0][4]
             row["text_per_process_ms"] = round(1000 * row["text_cpu_s"] / n, 3)  # type: ignore[operator]
+            if args.plain_reader_up_to >= n and reader() != "json":  # the fallback, without the 'fast' extra
+                got = measure(run, env={"SGLANG_EAGLE_NCCL_AUDIT_READER": "json"})
+                row["text_cpu_s_json_reader"] = round(got[0], 3)
+                row["text_peak_rss_mib_json_reader"] = round(got[3], 1)
             rows.append(row)
             shutil.rmtree(run)
     by = {r["processes"]: r for r in rows}
@@ -140,6 +161,7 @@ def main() -> int:
         "goal": "4,096 processes <= 2 s and 65,536 <= 30 s CPU on one core (default view)",
         "met": {str(n): (by[n]["text_cpu_s"] <= limit) if n in by else None for n, limit in ((4096, 2), (65536, 30))},
         "repeat": args.repeat,
+        "reader": reader(),
         "plugin": git_state(),
         "load_before": load_before,
         "load_after": load(),

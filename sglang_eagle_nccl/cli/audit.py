@@ -16,15 +16,19 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input
 @click.option("--nccl-debug-dir", type=click.Path(exists=True), default=None, help="Also compare with NCCL's own debug files (NCCL_DEBUG_FILE=<dir>/nccl.%h.%p.log).")
 @click.option("--verbose", "-v", is_flag=True, help="Every process, communicator, NCCL read and all-reduce table.")
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
-              help="Gather the launch directory from every node of this Ray cluster first (\"auto\": the cluster this "
-                   "machine belongs to; no shared filesystem needed), then judge all of it. DIRECTORIES is then the one "
-                   "launch directory path the nodes wrote to.")
+              help="Gather the launch directory from every node of this Ray cluster first (\"auto\": the cluster the "
+                   "launch itself recorded, else refused; no shared filesystem needed), then judge all of it. "
+                   "DIRECTORIES is then the one launch directory path the nodes wrote to.")
+@click.option("--ray-timeout", "ray_timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="With --ray: the most each network step may take (reaching the cluster, starting the per-node "
+                   "tasks, gathering their answers); past it: exit 2 naming the address and the deadline.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every record behind the verdict.")
 @click.option("--budget", "budget_flags", multiple=True, metavar="KIND=N",
               help="Raise (or lower) one limit of the whole audit's work: bytes, files, lines or records "
                    "(defaults: 4 GiB, 500,000 files, 16 million lines, 8 million records). Past a limit: exit 2.")
 def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose: bool, ray_address: str | None,
-              as_json: bool, budget_flags: tuple[str, ...] = ()) -> None:
+              as_json: bool, budget_flags: tuple[str, ...] = (), ray_timeout: float = 60.0) -> None:
     """Verdict per host, process and communicator for one launch.
 
     DIRECTORIES: the launch directory printed at start (or its audit root: its newest launch), one
@@ -42,7 +46,7 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
     was copied (copies that disagree are listed, and only make the verdict worse).
     """
     from sglang_eagle_nccl.offline.audit.judge import load_report
-    from sglang_eagle_nccl.offline.audit.read import CannotJudge
+    from sglang_eagle_nccl.offline.audit.read import CannotJudge, no_cycle_collector
     from sglang_eagle_nccl.offline.audit.render import format_text
 
     budget = _budget(budget_flags, as_json)
@@ -59,7 +63,7 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
             fail_input("--ray gathers one launch directory from every node: give exactly one DIRECTORY", as_json=as_json)
         try:
             collected = collect(os.path.abspath(paths[0]), tempfile.mkdtemp(prefix="sglang-eagle-nccl-collected-"),
-                                address=ray_address)
+                                address=ray_address, timeout_s=ray_timeout)
         except CollectError as exc:
             fail_input(f"cannot gather through Ray: {exc}", as_json=as_json)
         paths = collected.directories
@@ -70,9 +74,10 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
         report = load_report(paths, budget)
     except CannotJudge as exc:
         fail_input(f"cannot judge: {exc}", as_json=as_json)
-    data = report.to_dict()
+    with no_cycle_collector():  # the report as data: as many small objects again, none in a cycle
+        data = report.to_dict()
     if collected is not None:
-        data["collected"] = {"summary": collected.summary(), "dest": collected.dest,
+        data["collected"] = {"summary": collected.summary(), "dest": collected.dest, "cluster": collected.cluster,
                              "nodes": [{"node_id": n.node_id, "host": n.host, "files": len(n.files),
                                         "seconds": round(n.seconds, 3), "problems": n.problems} for n in collected.nodes]}
     nccl_text = ""

@@ -111,7 +111,7 @@ EVENTS = _table(
           {"actor_role": STR, "env": ENV},
           {"actor": opt(STR), "where": opt(STR), "node_rank": opt(INT), "placement_group": opt(STR),
            "bundle": opt(INT), "ray_node": opt(STR), "plugin_vars": list_of(STR),
-           "replaced_user_values": list_of(map_of(ANY))}),
+           "replaced_user_values": list_of(map_of(ANY)), "ray_cluster": opt(STR)}),
     Event("ray_refused", "inproc/hooks/hook_ray.py", "the driver refused to start Ray actors (nothing was started)",
           {"error": STR}, {"actor_role": opt(STR), "where": opt(STR)}),
     Event("refused", "inproc/refusal.py", "the plugin refused SGLang in this process (at which door, and why)",

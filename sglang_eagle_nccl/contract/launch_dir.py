@@ -37,6 +37,11 @@ FILE_PREFIX = "proc-"
 READS_PREFIX = "nccl-reads-"
 FILE_SUFFIX = ".jsonl"
 LAUNCH_META = "launch.json"
+# Beside a record file or reads log whose write failed for want of space (ENOSPC, EDQUOT): an empty file,
+# which a full disk still holds (a name, no data block), so the audit can say "disk full on <host>".
+# ``-required``: the process ran under audit_required (it stopped there: fail closed).
+DISK_FULL_SUFFIX = ".disk-full"
+DISK_FULL_REQUIRED_SUFFIX = ".disk-full-required"
 UNKNOWN = "unknown"
 
 
@@ -244,6 +249,28 @@ def open_record_file(run_dir: str, name: str) -> int:
         os.close(fd)
         raise AuditError(f"{os.path.join(run_dir, name)} is not a new private file; refusing to use it")
     return fd
+
+
+def mark_disk_full(run_dir: str, name: str, required: bool) -> bool:
+    """Leave the empty disk-full marker of ``name`` (see :data:`DISK_FULL_SUFFIX`); True when it is there.
+
+    Created like a record file (relative to the directory opened without following a link, ``O_EXCL``,
+    never blocking), once: an existing marker is kept. Never raises: the disk is full already."""
+    marker = name + (DISK_FULL_REQUIRED_SUFFIX if required else DISK_FULL_SUFFIX)
+    try:
+        dir_fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        os.close(os.open(marker, flags, 0o600, dir_fd=dir_fd))
+        return True
+    except FileExistsError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(dir_fd)
 
 
 def write_launch_meta(run_dir: "str | Path", meta: "dict[str, Any]") -> None:

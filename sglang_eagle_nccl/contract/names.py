@@ -70,6 +70,10 @@ ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
 # is named here because preflight's hint for a rank that could not import SGLang names it.
 ENV_TEST_CPU_STANDINS = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
 
+# Read by `audit` only (offline/audit/records.py): "json" makes it use the json module's reader even where
+# the optional msgspec reader is installed (both give the same verdict; a benchmark compares their speed).
+ENV_AUDIT_READER = "SGLANG_EAGLE_NCCL_AUDIT_READER"
+
 # The one placeholder a profile value may hold (see profile/placeholders.py).
 AUDIT_DIR_PLACEHOLDER = "{audit_dir}"
 

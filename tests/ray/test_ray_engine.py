@@ -207,6 +207,14 @@ def check_gathered_through_ray(cluster, local: Report) -> None:
     assert data["verdict"] == local.verdict
     assert sorted(p["process"] for p in data["processes"]) == sorted(p.process for p in local.processes)
     print(f"\n[tests/ray] {data['collected']['summary']}")
+    # The driver recorded the cluster its actors went to: `--ray auto` reads that one, and says so (issue 24.4).
+    _, procs = read_launch(local.run_dir)
+    recorded = {r.get("ray_cluster") for p in procs for r in p.events("ray_actor_env")}
+    assert len(recorded) == 1 and None not in recorded, recorded
+    auto = subprocess.run([str(BIN / "sglang-eagle-nccl"), "audit", "--ray", "auto", local.run_dir, "--json"],
+                          capture_output=True, text=True, env=driver_env(), timeout=180)
+    assert auto.returncode == 0, auto.stdout[-3000:] + auto.stderr[-3000:]
+    assert json.loads(auto.stdout)["collected"]["cluster"] == recorded.pop()
 
 
 def test_offline_benchmark_on_ray_engine_actor_is_the_launcher(cluster, models, tmp_path):

@@ -2,7 +2,12 @@
 
 Each process writes only its own 0600 file in its launch directory, created new by
 :func:`~sglang_eagle_nccl.contract.launch_dir.open_record_file` (the launch directory's one rule
-set), one ``os.write`` per record, so records of different processes or launches never interleave.
+set), one ``os.write`` per record, so records of different processes or launches never interleave, and a
+kill (SIGTERM, SIGKILL) lands between two lines, never inside one (:func:`page_aligned`: a record of up
+to a page never crosses a page boundary): a line is written whole or not at all (a short write is
+truncated away). A write refused for want of space (``ENOSPC``, ``EDQUOT``) leaves
+an empty marker file beside the record file (:func:`~sglang_eagle_nccl.contract.launch_dir.mark_disk_full`:
+a full disk still takes a name), which the audit reports as "disk full on <host>".
 Every record carries the process's identity (host, boot id, PID namespace, pid, start time) and the
 fields :data:`~sglang_eagle_nccl.contract.events.COMMON` names; its event and fields are those of
 :data:`~sglang_eagle_nccl.contract.events.EVENTS` (a test checks every write site).
@@ -21,6 +26,7 @@ from sglang_eagle_nccl.contract.launch_dir import (
     AuditError,
     identity,
     join_launch_dir,
+    mark_disk_full,
     open_record_file,
     process_file_name,
 )
@@ -35,6 +41,27 @@ if TYPE_CHECKING:  # pragma: no cover
 # Records written before a process knows its launch directory (an SGLang launcher opens it only
 # at _set_envs_and_config) wait in memory; a process that never joins a launch drops them.
 MAX_PENDING = 256
+# ENOSPC, EDQUOT (Linux's numbers; errno is not imported at interpreter start): a full disk or quota
+# leaves a marker beside the file (contract/launch_dir.py: mark_disk_full) for the audit to report.
+_NO_SPACE = (28, 122)
+
+
+# Linux copies a write(2) into a regular file a page (or folio, a multiple of it) at a time and gives up
+# between two of them when the process is being killed (SIGKILL, or a signal whose default action kills):
+# a line across a page boundary can be cut there. So a line that would cross one, and fits in a page,
+# starts on the next page instead, after a blank line of spaces (the reader skips blank lines): the one
+# write either gets the line out whole or stops before it. A line longer than a page can still be cut
+# by a kill (the audit lists it as a cut line, with file and process).
+PAGE = 4096
+
+
+def page_aligned(line: bytes, size: int) -> bytes:
+    """``line`` as written at byte ``size`` of its file: padded to the next page when it would cross a page
+    boundary and fits in one page."""
+    room = PAGE - size % PAGE
+    if room < len(line) <= PAGE:
+        return b" " * (room - 1) + b"\n" + line
+    return line
 
 
 class AuditWriter:
@@ -56,6 +83,7 @@ class AuditWriter:
         self._lock = _thread.allocate_lock()
         self._failed: str | None = None
         self._pending: list[bytes] = []
+        self._size = 0  # bytes in this process's file: it alone appends to it (a new file, O_EXCL)
 
     @property
     def path(self) -> "Path | None":
@@ -92,6 +120,7 @@ class AuditWriter:
             try:
                 self._fd = self._open()
                 self._pid = os.getpid()
+                self._size = 0
             except (OSError, AuditError) as exc:
                 self._fail(exc)
 
@@ -126,14 +155,30 @@ class AuditWriter:
             if self._fd is None or self._pid != os.getpid():
                 self._fd = self._open()
                 self._pid = os.getpid()
+                self._size = 0
+            line = page_aligned(line, self._size)
             written = os.write(self._fd, line)
+            self._size += written
             if written != len(line):
                 import errno  # only here: every SGLang child imports this module at start
 
-                raise OSError(errno.ENOSPC, "short write (disk full?)")
+                self._unwrite(written)
+                raise OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes: disk full?)")
             return True
         except (OSError, AuditError) as exc:
+            if isinstance(exc, OSError) and exc.errno in _NO_SPACE and self.run_dir is not None:
+                mark_disk_full(self.run_dir, process_file_name(), self.required)
             return self._fail(exc)
+
+    def _unwrite(self, written: int) -> None:
+        """Take back the first ``written`` bytes of a line the disk had no room for: a line is whole or absent
+        (this process alone appends to its file, under the lock)."""
+        try:
+            end = os.lseek(self._fd, 0, os.SEEK_END)  # type: ignore[arg-type]
+            os.ftruncate(self._fd, max(end - written, 0))  # type: ignore[arg-type]
+            self._size -= written
+        except OSError:
+            pass  # the audit lists what is left as a cut line
 
     def _fail(self, exc: Exception) -> bool:
         message = f"cannot write audit record to {self.file_path}: {exc}"

@@ -178,6 +178,12 @@ def sync() -> None:
 def _flush(binding: "Any") -> None:
     try:
         binding.flush_reads_counts()
+        # A reads log that ran out of space (ENOSPC, EDQUOT) at any time: the marker beside it tells the audit.
+        if binding.lib.sen_reads_log_status() in (28, 122) and STATE.reads_log:
+            from sglang_eagle_nccl.contract.launch_dir import mark_disk_full
+
+            mark_disk_full(os.path.dirname(STATE.reads_log), os.path.basename(STATE.reads_log),
+                           bool(STATE.policy.get("audit_required")))
     except Exception:  # noqa: BLE001 - at exit: nothing left to report to
         pass
 

@@ -195,11 +195,21 @@ class _Scope:
         record("ray_actor_env", actor_role=self.role, actor=actor, where=self.where, node_rank=node_rank, **where,
                env={k: v for k, v in ours.items() if names.is_allowed_name(k)},
                plugin_vars=sorted(k for k in ours if k.startswith(names.ENV_ENABLE)),
-               replaced_user_values=replaced)
+               replaced_user_values=replaced, ray_cluster=_gcs_address())
         for r in replaced:
             log(f"Ray {self.role} actor {actor}: the runtime_env's {r['name']}={r['user_value']!r} replaced by "
                 f"{r['value']!r} (the NCCL profile's precedence, as for a spawned process)")
         return given
+
+
+def _gcs_address() -> str | None:
+    """The address of the cluster the driver is connected to: `audit --ray auto` attaches only to this one."""
+    try:
+        import ray
+
+        return str(ray.get_runtime_context().gcs_address)
+    except Exception:  # noqa: BLE001 - not connected, or a Ray without it: the record names no cluster
+        return None
 
 
 def _bundle_nodes(pg: Any, where: str) -> dict[int, str]:

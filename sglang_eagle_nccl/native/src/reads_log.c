@@ -7,6 +7,7 @@
 #include "sen_internal.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* The environment's value is part of the key, so a foreign write after NCCL's first read is recorded too. */
@@ -28,21 +29,61 @@ static int log_error = -1; /* -1: no log opened yet; 0: fine; >0: errno of the f
 static sbuf_t pending;     /* lines produced before the log was opened (NCCL may read before Python opens it) */
 #define MAX_PENDING (1u << 20)
 
-/* One write(2) per line on an O_APPEND file keeps the lines of concurrent writers apart. */
+/* One write(2) per line on an O_APPEND file keeps the lines of concurrent writers apart. Linux copies a write
+ * into a regular file a page (or a folio: a multiple of it) at a time and stops between two when the process is
+ * being killed, so a line that would cross a page boundary and fits in a page starts on the next page, after a
+ * blank line of spaces (readers skip blank lines), in the same writev(2): a kill lands before the line or after
+ * it, never inside (a line longer than a page can still be cut; the audit lists it as a cut line). A line the
+ * disk has no room for is whole or absent: what a short write got out is truncated away (this process alone
+ * appends to its log, under sen_env_lock), and the errno is kept (ENOSPC / EDQUOT: Python leaves the disk-full
+ * marker the audit reports). */
+#define PAGE 4096
+static off_t log_size; /* bytes in the log: its only writer is this process */
+static char spaces[PAGE]; /* PAGE - 1 spaces and a newline: the tail of it is the padding */
+
+static void write_line_locked(const char* p, size_t n) {
+  if (spaces[PAGE - 1] != '\n') memset(spaces, ' ', PAGE - 1), spaces[PAGE - 1] = '\n';
+  size_t room = PAGE - (size_t)(log_size % PAGE);
+  size_t pad = (room < n && n <= PAGE) ? room : 0;
+  struct iovec iov[2] = {{(void*)(spaces + PAGE - pad), pad}, {(void*)p, n}};
+  size_t total = pad + n, done = 0;
+  while (done < total) {
+    struct iovec* v = iov;
+    int count = 2;
+    size_t skip = done;
+    while (count > 0 && skip >= v->iov_len) skip -= v->iov_len, v++, count--;
+    struct iovec rest[2] = {{(char*)v[0].iov_base + skip, v[0].iov_len - skip}, {0}};
+    if (count == 2) rest[1] = v[1];
+    ssize_t w = writev(log_fd, rest, count);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int err = w < 0 ? errno : ENOSPC;
+      if (done > 0) {
+        off_t end = lseek(log_fd, 0, SEEK_END);
+        if (end >= (off_t)done) {
+          int rc = ftruncate(log_fd, end - (off_t)done); /* on failure: left as a cut line, which the audit lists */
+          (void)rc;
+        }
+      }
+      if (log_error <= 0) log_error = err;
+      return;
+    }
+    done += (size_t)w;
+    log_size += w;
+  }
+}
+
 static void write_locked(const char* p, size_t n) {
   if (log_fd < 0) {
     if (pending.len + n <= MAX_PENDING) sb_add(&pending, p, n);
     return;
   }
-  while (n > 0) {
-    ssize_t w = write(log_fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (log_error <= 0) log_error = errno;
-      return;
-    }
-    p += w;
-    n -= (size_t)w;
+  while (n > 0) { /* line by line: the queued lines were buffered together */
+    const char* nl = memchr(p, '\n', n);
+    size_t len = nl ? (size_t)(nl - p) + 1 : n;
+    write_line_locked(p, len);
+    p += len;
+    n -= len;
   }
 }
 
@@ -134,6 +175,8 @@ SEN_EXPORT int sen_set_reads_log_fd(int fd) {
   if (log_fd >= 0 && log_fd != fd) close(log_fd);
   log_fd = fd;
   log_error = 0;
+  log_size = lseek(fd, 0, SEEK_END); /* after the identity line Python wrote */
+  if (log_size < 0) log_size = 0;
   sbuf_t queued = pending;
   pending = (sbuf_t){0};
   if (queued.len) write_locked(queued.p, queued.len);

@@ -39,15 +39,26 @@ Judging them is :mod:`sglang_eagle_nccl.offline.audit.judge`.
 
 from __future__ import annotations
 
+import gc
 import json
+import operator
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl.contract.launch_dir import FILE_PREFIX, FILE_SUFFIX, LAUNCH_META, identity_key
+from sglang_eagle_nccl.contract.launch_dir import (
+    DISK_FULL_REQUIRED_SUFFIX,
+    DISK_FULL_SUFFIX,
+    FILE_PREFIX,
+    FILE_SUFFIX,
+    LAUNCH_META,
+    READS_PREFIX,
+    identity_key,
+)
 from sglang_eagle_nccl.offline.audit.records import (
     LISTED_PER_FILE,
     READS,
@@ -66,7 +77,7 @@ from sglang_eagle_nccl.offline.audit.records import (
     read_meta,
 )
 
-__all__ = ["Budget", "BudgetExceeded", "CannotJudge", "CopyNote", "CutLine", "Unreadable"]
+__all__ = ["Budget", "BudgetExceeded", "CannotJudge", "CopyNote", "CutLine", "DiskFull", "Unreadable"]
 
 IDENTITY_FIELDS = ("host", "boot_id", "pidns", "pid", "start")
 Key = tuple[str, str, str, int, str]
@@ -268,10 +279,15 @@ class LaunchRecords:
     # every version of each process's NCCL reads log (``reads`` holds the first of each)
     reads_versions: dict[Key, list[ProcessReads]] = field(default_factory=dict)
     evidence: list[_DirEvidence] = field(default_factory=list, repr=False)
+    # record files and reads logs whose writer ran out of space, each listed in ``unreadable`` too
+    disk_full: list[DiskFull] = field(default_factory=list)
 
 
 def _identity(record: dict[str, Any]) -> dict[str, Any]:
     return {k: record[k] for k in IDENTITY_FIELDS}
+
+
+_key_of = operator.itemgetter(*IDENTITY_FIELDS)
 
 
 def _reads_of(name: str, records: list[dict[str, Any]], bad: list[Unreadable]) -> ProcessReads | None:
@@ -329,12 +345,52 @@ class _DirEvidence:
     unreadable: list[Unreadable] = field(default_factory=list)
     cut_lines: list[CutLine] = field(default_factory=list)
     record_files: int = 0
+    disk_full: list[DiskFull] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DiskFull:
+    """A record file or reads log whose writer ran out of space (its marker, contract/launch_dir.py:
+    mark_disk_full): the host, the file, and whether the process ran under ``audit_required`` (it stopped)."""
+
+    host: str
+    file: str
+    required: bool
+    directory: str = ""
+
+    def reason(self) -> str:
+        then = ("the process stopped there (audit_required: fail closed)" if self.required
+                else "what it would have written after its last whole line is missing")
+        return f"disk full on {self.host}: a write to this file failed (ENOSPC/EDQUOT); {then}"
+
+    def text(self) -> str:
+        place = f"{self.directory}/{self.file}" if self.directory else self.file
+        return self.reason().replace(": a write to this file", f": a write to {place}", 1)
+
+
+def _disk_full_of(name: str) -> tuple[str, bool] | None:
+    """(the file a disk-full marker stands for, under audit_required) or None when ``name`` is no marker."""
+    for suffix, required in ((DISK_FULL_REQUIRED_SUFFIX, True), (DISK_FULL_SUFFIX, False)):
+        base = name.removesuffix(suffix)
+        if base != name and (is_record_file_name(base) or is_reads_file_name(base)):
+            return base, required
+    return None
+
+
+def _host_of(base: str, evidence: _DirEvidence) -> str:
+    """The host of the process whose file ``base`` is: from its records, else from the file's name."""
+    for copy in (*evidence.records, *evidence.reads):
+        if copy.file == base:
+            return str(copy.identity["host"])
+    stem = base.removeprefix(FILE_PREFIX).removeprefix(READS_PREFIX).removesuffix(FILE_SUFFIX)
+    return stem.split("-", 1)[0] + " (from the file name)"
 
 
 def _read_dir(run: Path, budget: Budget) -> _DirEvidence:
     meta, unreadable = read_meta(run)
     evidence = _DirEvidence(str(run), meta, unreadable=list(unreadable))
     directory = str(run)
+    markers: list[tuple[str, bool]] = []
     for entry in list_entries(run):
         if is_record_file_name(entry.name):
             evidence.record_files += 1
@@ -345,10 +401,11 @@ def _read_dir(run: Path, budget: Budget) -> _DirEvidence:
             evidence.unreadable += got.bad
             by_key: dict[Key, _Copy] = {}
             for rec in got.records:
-                ident = _identity(rec)
-                copy = by_key.get(identity_key(ident))
+                # identity_key of a valid record (its identity fields are strings and an int): no str() needed
+                key = _key_of(rec)
+                copy = by_key.get(key)
                 if copy is None:
-                    copy = by_key[identity_key(ident)] = _Copy(directory, entry.name, ident, [], got.bad_lines)
+                    copy = by_key[key] = _Copy(directory, entry.name, _identity(rec), [], got.bad_lines)
                 copy.records.append(rec)
             evidence.records += by_key.values()
             _note_cut(evidence, got)
@@ -364,6 +421,10 @@ def _read_dir(run: Path, budget: Budget) -> _DirEvidence:
             _note_cut(evidence, got)
             if reads is not None:
                 evidence.reads.append(_Copy(directory, entry.name, reads.identity, got.records, got.bad_lines, reads))
+        elif (marker := _disk_full_of(entry.name)) is not None:
+            markers.append(marker)
+    for base, required in markers:
+        evidence.disk_full.append(DiskFull(_host_of(base, evidence), base, required))
     return evidence
 
 
@@ -454,6 +515,9 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
     for d in dirs:
         launch.unreadable += [replace(u, directory=d.run) if several else u for u in d.unreadable]
         launch.cut_lines += [c if several else replace(c, directory="") for c in d.cut_lines]
+        launch.disk_full += [replace(f, directory=d.run) if several else f for f in d.disk_full]
+    launch.disk_full = sorted(set(launch.disk_full), key=lambda f: (f.host, f.directory, f.file, f.required))
+    launch.unreadable += [Unreadable(f.file, None, f.reason(), f.directory) for f in launch.disk_full]
     launch.cut_lines.sort(key=lambda c: (c.directory, c.file))
     record_copies: dict[Key, list[_Copy]] = {}
     for d in dirs:
@@ -540,8 +604,27 @@ def merge(launches: Iterable[LaunchRecords]) -> LaunchRecords:
     return reconcile([ev for launch in launches for ev in launch.evidence])
 
 
+@contextmanager
+def no_cycle_collector() -> Iterator[None]:
+    """Python's cycle collector paused while an audit reads and judges: its records are millions of small
+    dicts and lists that hold no cycles (reference counting frees them), and every collection would walk
+    them all again -- half the audit's time at 4,096 processes, and more the larger the launch."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def read_launches(paths: Iterable[str | Path], budget: Budget | None = None) -> LaunchRecords:
     """Every launch directory named (each a launch directory or an audit root: its newest launch), merged."""
+    with no_cycle_collector():
+        return _read_launches(paths, budget)
+
+
+def _read_launches(paths: Iterable[str | Path], budget: Budget | None = None) -> LaunchRecords:
     budget = budget or Budget()
     runs = unique_dirs(find_launch_dir(p) for p in paths)
     launch = merge(read_evidence(run, budget) for run in runs)

@@ -32,14 +32,16 @@ to hold a whole valid record (only the newline was lost) that record is judged l
 from __future__ import annotations
 
 import json
+import operator
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sglang_eagle_nccl.contract import events
+from sglang_eagle_nccl.contract import events, names
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.files import UnreadableFile, kind_of, read_regular_file
 from sglang_eagle_nccl.contract.launch_dir import FILE_PREFIX, FILE_SUFFIX, LAUNCH_META, READS_PREFIX
@@ -240,7 +242,8 @@ def _fits(field_type: Any) -> type | None:
 
 _MISSING = object()
 # Fields whose values repeat on every line of a file (one process's identity and role).
-_SHARED = frozenset({"event", "host", "boot_id", "pidns", "start", "role"})
+_SHARED_ORDER = ("event", "host", "boot_id", "pidns", "start", "role")
+_SHARED = frozenset(_SHARED_ORDER)
 
 
 def _object_check(required: Mapping[str, Any], optional: Mapping[str, Any]) -> Check:
@@ -273,6 +276,104 @@ def _object_check(required: Mapping[str, Any], optional: Mapping[str, Any]) -> C
     return check
 
 
+# --- the optional fast reader ----------------------------------------------------------------------
+#
+# With msgspec installed (the ``fast`` extra), a line that is a valid record is decoded and checked in one
+# pass of C code, against a TypedDict made from its event's row of the table; anything it does not accept
+# (a bad line, a value msgspec reads otherwise than the json module: a number beyond its range, a lone
+# surrogate) goes the plain way below, which alone says what is wrong. So the result is the same with or
+# without it (tests/unit/offline/audit/test_fast_reader.py checks that on generated lines): the records,
+# their values and types, the bad lines and their reasons. The in-process writers never use it.
+
+try:  # the optional extra: `pip install 'sglang-eagle-nccl[fast]'`
+    import msgspec as _msgspec
+except ImportError:  # pragma: no cover - depends on the installation
+    _msgspec = None
+
+FAST = _msgspec is not None and os.environ.get(names.ENV_AUDIT_READER, "") != "json"
+
+
+def _has_object(field_type: Any) -> bool:
+    return isinstance(field_type, tuple) and (field_type[0] == "obj" or any(_has_object(t) for t in field_type[1:]
+                                                                             if isinstance(t, tuple)))
+
+
+def _fast_type(field_type: Any) -> Any:
+    """The msgspec annotation of a field type (an object: any JSON object, checked in full afterwards, since a
+    TypedDict would drop the keys it does not declare, which the plain reader keeps inside a field)."""
+    if field_type == "any":
+        return Any
+    if isinstance(field_type, str):
+        return {"str": str, "int": int, "bool": bool, "num": int | float}[field_type]
+    kind = field_type[0]
+    if kind == "opt":
+        return _fast_type(field_type[1]) | None
+    if kind == "list":
+        return list[_fast_type(field_type[1])]  # type: ignore[misc]
+    if kind == "map":
+        return dict[str, _fast_type(field_type[1])]  # type: ignore[misc]
+    return dict[str, Any]
+
+
+def _fast_decoders(common: Mapping[str, Any], table: Mapping[str, events.Event]
+                   ) -> tuple[dict[bytes, Callable[[bytes], Any]], dict[str, tuple[tuple[str, Check], ...]]]:
+    if not FAST:
+        return {}, {}
+    from typing import NotRequired, Required, TypedDict
+
+    decoders, checks = {}, {}
+    for name, event in table.items():
+        if any(k in common and event.fields[k] != common[k] for k in event.fields):
+            continue  # a common field this row types otherwise: both checks apply, the plain way
+        declared = {**{k: (t, True) for k, t in common.items()},
+                    **{k: (t, True) for k, t in event.required.items() if k not in common},
+                    **{k: (t, False) for k, t in event.optional.items() if k not in common}}
+        shape = TypedDict(f"Fast_{name}", {k: (Required if must else NotRequired)[_fast_type(t)]  # type: ignore[misc]
+                                           for k, (t, must) in declared.items()}, total=False)
+        decoders[name.encode()] = _msgspec.json.Decoder(shape).decode
+        checks[name] = tuple((k, check_of(t)) for k, (t, _) in declared.items() if _has_object(t))
+    return decoders, checks
+
+
+# The event of a line, found without decoding it: only a guess (the first "event" key anywhere), which is
+# why a fast record is kept only when its decoded event is the one guessed.
+_EVENT = re.compile(rb'"event": ?"([a-z_0-9]{1,64})"')
+
+
+# Where msgspec is more lenient than the json module in the values it skips (fields the table does not
+# declare): bytes that are not UTF-8, integers past Python's 4,300-digit limit, nesting past Python's
+# recursion limit. Such a line goes the plain way (rare: a real record is ASCII, a few KiB, flat).
+_LONG_DIGITS = re.compile(rb"[0-9]{4300}")
+_MAX_BRACKETS = 400
+
+
+def _fast_record(raw: bytes, schema: Schema) -> dict[str, Any] | None:
+    """The record of a valid line through msgspec, or None: then the plain reader decides."""
+    if not raw.isascii() and _utf8(raw) is None:
+        return None
+    if len(raw) > 800 and (raw.count(b"[") + raw.count(b"{") > _MAX_BRACKETS
+                           or (len(raw) >= 4300 and _LONG_DIGITS.search(raw))):
+        return None
+    found = _EVENT.search(raw)
+    if found is None:
+        return None
+    decode = schema.fast.get(found.group(1))
+    if decode is None:
+        return None
+    try:
+        record = decode(raw)
+    except (_msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+        return None
+    event = record["event"]
+    if event.encode() != found.group(1):
+        return None
+    for key, check in schema.fast_checks[event]:
+        value = record.get(key, _MISSING)
+        if value is not _MISSING and check(value) is not None:
+            return None
+    return record
+
+
 @dataclass(frozen=True)
 class Schema:
     """One table of :mod:`sglang_eagle_nccl.contract.events`, compiled into checks."""
@@ -281,12 +382,20 @@ class Schema:
     events: Mapping[str, Check]
     # per event: every field the table declares (the common ones first), as the table spells them
     fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # per event (as bytes): the optional C decoder of a valid line (see FAST below); empty without msgspec
+    fast: Mapping[bytes, Callable[[bytes], Any]] = field(default_factory=dict)
+    # per event: the fields whose values the fast decoder takes as they are and the full check then checks
+    fast_checks: Mapping[str, tuple[tuple[str, Check], ...]] = field(default_factory=dict)
+    # the shared fields (_SHARED) every record of the table holds (its common fields)
+    shared: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, common: Mapping[str, Any], table: Mapping[str, events.Event]) -> Schema:
+        fast, fast_checks = _fast_decoders(common, table)
         return cls(_object_check(common, {}),
                    {name: _object_check(e.required, e.optional) for name, e in table.items()},
-                   {name: (*common, *(k for k in e.fields if k not in common)) for name, e in table.items()})
+                   {name: (*common, *(k for k in e.fields if k not in common)) for name, e in table.items()},
+                   fast, fast_checks, tuple(k for k in _SHARED_ORDER if k in common))
 
     def compact(self, record: dict[str, Any], strings: dict[str, str]) -> dict[str, Any]:
         """A valid record with the fields the table declares only, keyed by the table's own strings, its
@@ -386,7 +495,7 @@ def parse_file(data: bytes, file: str, schema: Schema = RECORDS, *, budget: Budg
     ``unique``: a line that repeats an earlier line of the file is the same record, kept once.
     """
     out = ParsedFile([], [])
-    seen: set[str] = set()
+    seen: set[bytes] = set()
     strings: dict[str, str] = {}
     tail_at = data.rfind(b"\n") + 1
     number = 0
@@ -398,6 +507,11 @@ def parse_file(data: bytes, file: str, schema: Schema = RECORDS, *, budget: Budg
         chunk = data[pos:stop - 1].split(b"\n")
         if budget is not None:
             budget.take("lines", len(chunk))
+        if schema.fast:
+            _take_fast(out, chunk, number, file, schema, seen if unique else None, strings)
+            number += len(chunk)
+            pos = stop
+            continue
         try:
             texts: list[str | None] = data[pos:stop - 1].decode("utf-8").split("\n")
         except UnicodeDecodeError:
@@ -437,8 +551,31 @@ def _utf8(raw: bytes) -> str | None:
         return None
 
 
+def _take_fast(out: ParsedFile, chunk: list[bytes], number: int, file: str, schema: Schema,
+               seen: set[bytes] | None, strings: dict[str, str]) -> None:
+    """The lines of a chunk: each valid record through msgspec, any other line the plain way (:func:`_take_line`)."""
+    append = out.records.append
+    share = strings.setdefault
+    keys = schema.shared
+    # every record of the table holds these (common, required fields); itemgetter of one key gives no tuple
+    values = operator.itemgetter(*keys) if len(keys) > 1 else lambda record: (record[keys[0]],)
+    for raw in chunk:
+        number += 1
+        record = _fast_record(raw, schema) if raw[:1] == b"{" else None
+        if record is None:
+            _take_line(out, raw, _utf8(raw), number, file, schema, seen, strings)
+            continue
+        if seen is not None:
+            if raw in seen:
+                continue
+            seen.add(raw)
+        got = values(record)  # the identity strings of a file, shared (see Schema.compact)
+        record.update(zip(keys, map(share, got, got), strict=True))
+        append(record)
+
+
 def _take_line(out: ParsedFile, raw: bytes, text: str | None, number: int, file: str, schema: Schema,
-               seen: set[str] | None, strings: dict[str, str]) -> None:
+               seen: set[bytes] | None, strings: dict[str, str]) -> None:
     if not raw.strip():
         return
     listed = out.bad_lines < LISTED_PER_FILE
@@ -452,9 +589,9 @@ def _take_line(out: ParsedFile, raw: bytes, text: str | None, number: int, file:
             why = schema.problem(record)
         if why is None:
             if seen is not None:
-                if text in seen:
+                if raw in seen:
                     return
-                seen.add(text)
+                seen.add(raw)
             out.records.append(schema.compact(record, strings))
             return
     out.bad_lines += 1

@@ -148,8 +148,10 @@ def test_the_summary_names_each_node_by_host_and_short_id():
         NodeFiles("0123456789abcdef", "n1", 0.5, {"a": b"", "b": b""}),
         NodeFiles("fedcba9876543210", "n2", 1.25),
     ]
-    got = Collected("/dest", nodes, [], 2.0).summary()
+    got = Collected("/dest", nodes, [], 2.0, "10.0.0.1:6379").summary()
     assert got == (
-        "gathered through Ray from 2 node(s) in 2.00s: "
+        "gathered through the Ray cluster at 10.0.0.1:6379 from 2 node(s) in 2.00s: "
         "n1 (01234567): 2 file(s) in 0.50s, n2 (fedcba98): 0 file(s) in 1.25s"
     )
+    assert Collected("/dest", nodes, [], 2.0).summary().startswith("gathered through the Ray cluster at an unnamed "
+                                                                   "address from 2 node(s)")

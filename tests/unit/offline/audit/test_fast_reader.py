@@ -1,0 +1,118 @@
+"""The optional fast reader (msgspec) reads exactly what the plain one reads (issue 24 item 6).
+
+Rule (offline/audit/records.py, "the optional fast reader"): for any bytes, ``parse_file`` gives the same
+records -- the same values of the same JSON types, the same fields --, the same bad lines with the same
+reasons and the same cut line whether msgspec decodes the lines or the json module does. Checked on
+generated lines of every event of both tables: valid records in any key order and spacing, and the same
+with a field dropped, retyped, duplicated, extended or replaced by junk. The plain reader is the
+reference here; its own rules are tested against a separate reference elsewhere (test_records_schema.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sglang_eagle_nccl.contract import events
+from sglang_eagle_nccl.offline.audit import records
+from sglang_eagle_nccl.offline.audit.records import READS, RECORDS, parse_file
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
+                    | st.text(max_size=6), lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6)
+TEXT = st.text(max_size=8) | st.sampled_from(["\ud800", "é", "\x00", '"event": "read"', "\U0001f600"])
+
+
+def values(field_type):
+    if field_type == "any":
+        return JSON
+    if isinstance(field_type, str):
+        return {"str": TEXT, "int": st.integers(-2**66, 2**66), "bool": st.booleans(),
+                "num": st.integers(-2**66, 2**66) | st.floats(allow_nan=False)}[field_type]
+    kind = field_type[0]
+    if kind == "opt":
+        return st.none() | values(field_type[1])
+    if kind == "list":
+        return st.lists(values(field_type[1]), max_size=3)
+    if kind == "map":
+        return st.dictionaries(TEXT, values(field_type[1]), max_size=3)
+    extra = st.dictionaries(st.text(max_size=3), JSON, max_size=2)  # keys an object field does not declare
+    return st.builds(lambda req, opt, more: {**more, **req, **opt},
+                     st.fixed_dictionaries({k: values(t) for k, t in field_type[1].items()}),
+                     st.fixed_dictionaries({}, optional={k: values(t) for k, t in field_type[2].items()}), extra)
+
+
+@st.composite
+def lines(draw, common, table):
+    name = draw(st.sampled_from(sorted(table)))
+    row = table[name]
+    fields = {**common, **row.required}
+    record = draw(st.fixed_dictionaries({k: values(t) for k, t in fields.items()},
+                                        optional={k: values(t) for k, t in row.optional.items()}))
+    record["event"] = name
+    spoil = draw(st.sampled_from(["none", "none", "drop", "retype", "extra", "junk", "duplicate", "event"]))
+    keys = sorted(record)
+    if spoil == "drop":
+        record.pop(draw(st.sampled_from(keys)))
+    elif spoil == "retype":
+        record[draw(st.sampled_from(keys))] = draw(JSON)
+    elif spoil == "extra":
+        record[draw(st.text(min_size=1, max_size=5))] = draw(JSON)
+    elif spoil == "event":
+        record["event"] = draw(st.sampled_from([*sorted(events.EVENTS), *sorted(events.READS_EVENTS), "x"]))
+    text = json.dumps(record, sort_keys=draw(st.booleans()), separators=draw(st.sampled_from([(",", ":"), (", ", ": ")])),
+                      ensure_ascii=draw(st.booleans()))
+    if spoil == "duplicate":  # a key given twice: the last one counts, in both readers
+        key = draw(st.sampled_from(keys))
+        text = text[:-1] + f', "{key}": {json.dumps(draw(JSON))}}}'
+    if spoil == "junk":
+        text = draw(st.sampled_from(["{", "{}", "[1]", '{"event": "read", NaN}', "\xff", " " + text, text + " x"]))
+    return text
+
+
+def _same(fast_schema, plain_schema, data: bytes) -> None:
+    fast = parse_file(data, "f.jsonl", fast_schema, unique=True)
+    plain = parse_file(data, "f.jsonl", plain_schema, unique=True)
+    canon = [json.dumps(r, sort_keys=True) for r in fast.records]  # types included: true is not 1, 1.0 is not 1
+    assert canon == [json.dumps(r, sort_keys=True) for r in plain.records]
+    assert (fast.bad, fast.bad_lines, fast.cut) == (plain.bad, plain.bad_lines, plain.cut)
+
+
+def test_the_fast_reader_is_on_where_msgspec_is_installed():
+    pytest.importorskip("msgspec", reason="the test extra installs msgspec: both readers are tested there")
+    assert records.FAST and RECORDS.fast and READS.fast
+
+
+@pytest.mark.parametrize("schema, common, table", [(RECORDS, events.COMMON, events.EVENTS),
+                                                   (READS, events.READS_COMMON, events.READS_EVENTS)],
+                         ids=["records", "reads"])
+def test_the_fast_reader_reads_what_the_plain_reader_reads(schema, common, table):
+    if not schema.fast:
+        pytest.skip("msgspec is not installed: only the plain reader exists here")
+    plain = replace(schema, fast={}, fast_checks={})
+
+    @settings(max_examples=300)
+    @given(st.lists(lines(common, table), min_size=1, max_size=6), st.booleans())
+    def check(texts, cut):
+        data = "\n".join(texts).encode("utf-8", "surrogatepass") + (b"" if cut else b"\n")
+        _same(schema, plain, data)
+
+    check()
+
+
+@pytest.mark.parametrize("extra", [
+    b'"\xed\xa0\x80"',  # not UTF-8 (a surrogate encoded as such) in a field the table does not declare
+    b"1" + b"0" * 4400,  # an integer past Python's digit limit: the json module refuses it
+    b"[" * 1200 + b"]" * 1200,  # nesting past Python's recursion limit
+], ids=["not-utf8", "long-integer", "deep"])
+def test_what_msgspec_would_skip_and_the_json_module_refuses_is_refused_by_both(extra):
+    if not RECORDS.fast:
+        pytest.skip("msgspec is not installed: only the plain reader exists here")
+    line = (b'{"event":"audit_error","ts":0,"role":"","host":"","boot_id":"","pidns":"","pid":0,"start":"",'
+            b'"undeclared":' + extra + b"}\n")
+    _same(RECORDS, replace(RECORDS, fast={}, fast_checks={}), line)
+    assert parse_file(line, "f.jsonl", RECORDS).bad_lines == 1

@@ -1,0 +1,249 @@
+"""`audit --ray` never waits forever and reads only the launch's own cluster (issue 24 item 4;
+offline/ray_collect.py's docstring states the rules).
+
+The decisions are tested here with fakes of the Ray calls (a module put where ``import ray`` finds it) and
+real sockets; tests/ray runs them against a real cluster and a real unreachable address.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sglang_eagle_nccl.cli.main import main
+from sglang_eagle_nccl.offline import ray_collect
+from sglang_eagle_nccl.offline.ray_collect import (
+    CollectError,
+    choose_address,
+    clusters_seen,
+    collect,
+    current_cluster_file,
+    recorded_clusters,
+    split_address,
+    within,
+)
+from support.audit_records import proc_file, rec, write_lines
+
+ADDRESSES = st.from_regex(r"[a-z0-9.]{1,12}:[1-9][0-9]{0,4}", fullmatch=True)
+
+
+# --- choosing the cluster ----------------------------------------------------------------------------
+
+@given(ADDRESSES, st.lists(ADDRESSES, max_size=3, unique=True), st.lists(ADDRESSES, max_size=3, unique=True))
+def test_auto_attaches_to_the_one_recorded_cluster_or_refuses_naming_what_it_saw(given_address, recorded, seen):
+    assert choose_address(given_address, recorded, seen) == given_address  # an address given is the user's choice
+    if len(recorded) == 1:
+        assert choose_address("auto", recorded, seen) == recorded[0]
+        return
+    with pytest.raises(CollectError) as err:
+        choose_address("auto", sorted(recorded), sorted(seen))
+    message = str(err.value)
+    assert all(c in message for c in seen + recorded) and "--ray HOST:PORT" in message
+    assert ("seen on this machine: none" in message) == (not seen)
+
+
+def test_the_recorded_clusters_are_those_the_drivers_ray_actor_env_records_name():
+    records = [{"event": "ray_actor_env", "ray_cluster": "10.0.0.2:6379"},
+               {"event": "ray_actor_env", "ray_cluster": "10.0.0.1:6379"},
+               {"event": "ray_actor_env", "ray_cluster": "10.0.0.1:6379"},
+               {"event": "ray_actor_env", "ray_cluster": None}, {"event": "ray_actor_env", "ray_cluster": ""},
+               {"event": "ray_actor_env"}, {"event": "process_start", "ray_cluster": "10.9.9.9:1"}]
+    assert recorded_clusters(records) == ["10.0.0.1:6379", "10.0.0.2:6379"]
+
+
+def test_the_clusters_seen_here_come_from_ray_address_and_rays_current_cluster_file(tmp_path):
+    current = tmp_path / "ray_current_cluster"
+    assert clusters_seen({}, str(current)) == []
+    current.write_text("10.0.0.5:6379\nignored\n")
+    assert clusters_seen({"RAY_ADDRESS": " 10.0.0.1:6379 "}, str(current)) == ["10.0.0.1:6379", "10.0.0.5:6379"]
+    assert clusters_seen({"RAY_ADDRESS": "10.0.0.5:6379"}, str(current)) == ["10.0.0.5:6379"]
+    assert current_cluster_file({"RAY_TMPDIR": "/x"}) == "/x/ray_current_cluster"
+    assert current_cluster_file({}) == "/tmp/ray/ray_current_cluster"
+
+
+@given(st.text(max_size=30))
+def test_an_address_is_split_only_when_it_is_host_colon_port(text):
+    host, sep, port = text.rpartition(":")
+    ok = (sep == ":" and "://" not in text and port.isascii() and port.isdigit() and 0 < int(port) < 65536
+          and host not in ("", "[]"))
+    got = split_address(text)
+    assert (got is not None) == ok
+    if ok:
+        assert got == (host.removeprefix("[").removesuffix("]") if host[:1] == "[" and host[-1:] == "]" else host,
+                       int(port))
+
+
+# --- deadlines --------------------------------------------------------------------------------------
+
+def test_a_step_that_never_answers_is_abandoned_at_its_deadline():
+    never = threading.Event()
+    started = time.monotonic()
+    with pytest.raises(CollectError, match=r"connecting to X: no answer within 0.3s \(--ray-timeout\)"):
+        within(0.3, "connecting to X", never.wait)
+    assert 0.3 <= time.monotonic() - started < 2
+    assert within(5, "a step", lambda: 42) == 42
+    with pytest.raises(KeyError):
+        within(5, "a step", lambda: {}["missing"])
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_address_where_nothing_listens_fails_at_once_naming_address_and_deadline():
+    address = f"127.0.0.1:{_closed_port()}"
+    started = time.monotonic()
+    with pytest.raises(CollectError) as err:
+        ray_collect.probe(address, 5)
+    assert time.monotonic() - started < 5
+    assert address in str(err.value) and "within 5s (--ray-timeout)" in str(err.value)
+    ray_collect.probe("ray://head:10001", 5)  # a client address is left to Ray (and its deadline)
+
+
+# --- collect, with fakes of the Ray calls ------------------------------------------------------------
+
+class FakeRay(types.ModuleType):
+    """What collect calls of Ray; ``init`` may hang (a head that accepts and never answers)."""
+
+    def __init__(self, gcs: str, hang: bool = False, nodes: int = 2) -> None:
+        super().__init__("ray")
+        self.gcs, self.hang, self.connected, self.inits = gcs, hang, False, []
+        self._nodes = [{"NodeID": f"{i:02d}" * 14, "Alive": True} for i in range(nodes)]
+
+    def is_initialized(self) -> bool:
+        return self.connected
+
+    def init(self, address, **_kw):
+        self.inits.append(address)
+        if self.hang:
+            threading.Event().wait()
+        self.connected = True
+
+    def get_runtime_context(self):
+        return types.SimpleNamespace(gcs_address=self.gcs, get_node_id=lambda: "local")
+
+    def nodes(self):
+        return self._nodes
+
+    def remote(self, **_kw):
+        def wrap(fn):
+            task = types.SimpleNamespace()
+            # each node answers with its own id, as the task pinned to it would
+            task.options = lambda **o: types.SimpleNamespace(
+                remote=lambda *a: {**fn(*a), "node_id": o["scheduling_strategy"]["node_id"]})
+            return task
+        return wrap
+
+    def get(self, refs, timeout):
+        return refs
+
+
+@pytest.fixture
+def listening():
+    """A real TCP port that accepts and never answers (what a hung head node looks like)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    yield f"127.0.0.1:{s.getsockname()[1]}"
+    s.close()
+
+
+def _fake(monkeypatch, ray):
+    strategies = types.ModuleType("ray.util.scheduling_strategies")
+    strategies.NodeAffinitySchedulingStrategy = lambda **kw: kw
+    util = types.ModuleType("ray.util")
+    util.scheduling_strategies = strategies
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setitem(sys.modules, "ray.util", util)
+    monkeypatch.setitem(sys.modules, "ray.util.scheduling_strategies", strategies)
+
+
+def _launch(tmp_path: Path, clusters: list[str]) -> Path:
+    run = tmp_path / "launch"
+    run.mkdir(mode=0o700)
+    (run / "launch.json").write_text(json.dumps({"profile": {"name": "p", "env": {"NCCL_PROTO": "LL"}}}))
+    write_lines(run / proc_file(100), [rec("ray_actor_env", 100, actor_role="scheduler", env={}, ray_cluster=c)
+                                       for c in clusters] or [rec("process_role", 100, title="x")])
+    return run
+
+
+def test_a_head_that_accepts_and_never_answers_is_given_up_at_the_deadline(monkeypatch, tmp_path, listening):
+    ray = FakeRay(listening, hang=True)
+    _fake(monkeypatch, ray)
+    run = _launch(tmp_path, [listening])
+    started = time.monotonic()
+    with pytest.raises(CollectError) as err:
+        collect(str(run), str(tmp_path / "dest"), address="auto", timeout_s=0.5, environ={})
+    assert 0.5 <= time.monotonic() - started < 3
+    assert f"connecting to the Ray cluster at {listening}: no answer within 0.5s (--ray-timeout)" in str(err.value)
+    assert ray.inits == [listening]  # auto went to the cluster the launch recorded
+
+
+def test_auto_without_a_recorded_cluster_refuses_before_connecting(monkeypatch, tmp_path, listening):
+    ray = FakeRay(listening)
+    _fake(monkeypatch, ray)
+    run = _launch(tmp_path, [])
+    current = tmp_path / "raytmp"
+    current.mkdir()
+    (current / "ray_current_cluster").write_text("10.1.1.1:6379\n")
+    with pytest.raises(CollectError, match=r"records name none \(clusters seen on this machine: 10.1.1.1:6379, "
+                                           r"10.2.2.2:6379\)"):
+        collect(str(run), str(tmp_path / "dest"), environ={"RAY_TMPDIR": str(current), "RAY_ADDRESS": "10.2.2.2:6379"})
+    assert ray.inits == []
+
+
+def test_a_connection_to_another_cluster_than_the_recorded_one_is_refused(monkeypatch, tmp_path, listening):
+    ray = FakeRay("10.7.7.7:6379")  # already connected elsewhere
+    ray.connected = True
+    _fake(monkeypatch, ray)
+    run = _launch(tmp_path, [listening])
+    with pytest.raises(CollectError, match=r"connected to the Ray cluster at 10.7.7.7:6379, not the one the launch "
+                                           r"recorded \(127.0.0.1:\d+\)"):
+        collect(str(run), str(tmp_path / "dest"), environ={})
+
+
+def test_a_gathered_launch_names_the_cluster_it_read(monkeypatch, tmp_path, listening):
+    ray = FakeRay(listening, nodes=2)
+    _fake(monkeypatch, ray)
+    run = _launch(tmp_path, [listening])
+    got = collect(str(run), str(tmp_path / "dest"), address=listening, timeout_s=5, environ={})
+    assert got.cluster == listening and got.summary().startswith(f"gathered through the Ray cluster at {listening} "
+                                                                 "from 2 node(s)")
+    assert len(got.directories) == 2  # this machine plays both nodes: each sent the whole directory
+    assert all(sorted(os.listdir(d)) == sorted(os.listdir(run)) for d in got.directories)
+
+
+def test_a_node_that_does_not_answer_in_time_names_cluster_and_deadline(monkeypatch, tmp_path, listening):
+    ray = FakeRay(listening)
+
+    def get(refs, timeout):
+        raise TimeoutError(f"GetTimeoutError after {timeout}")
+
+    ray.get = get
+    _fake(monkeypatch, ray)
+    with pytest.raises(CollectError, match=rf"not every node of the Ray cluster at {listening} answered within 2s "
+                                           r"\(--ray-timeout\): GetTimeoutError after 2"):
+        collect(str(_launch(tmp_path, [])), str(tmp_path / "dest"), address=listening, timeout_s=2, environ={})
+
+
+def test_the_cli_exits_2_with_the_address_and_the_deadline(monkeypatch, tmp_path):
+    _fake(monkeypatch, FakeRay("x:1"))
+    address = f"127.0.0.1:{_closed_port()}"
+    run = _launch(tmp_path, [])
+    result = CliRunner().invoke(main, ["audit", "--ray", address, "--ray-timeout", "3", str(run)])
+    assert result.exit_code == 2 and address in result.output and "within 3s (--ray-timeout)" in result.output
+    result = CliRunner().invoke(main, ["audit", "--ray", address, "--ray-timeout", "0", str(run)])
+    assert result.exit_code == 2 and "--ray-timeout" in result.output
