@@ -270,12 +270,18 @@ def apply(the_plan: "Plan", *, origin: str) -> None:
         start(the_plan.desired, the_plan.data, the_plan.run_dir)
         written = _write_atomically(updates)
         try:
+            from sglang_eagle_nccl.inproc.boot.state import fault_point
+
+            fault_point("activation.written")
             _record_activation(the_plan, origin, written, wire_text, audit, role, how)
+            fault_point("activation.recorded")
         except BaseException:
             # Whatever raised after the write (the audit under audit_required, a full disk ...): the
             # process is exactly as it was.
             environ.put_back({name: before for name, before, _after in written})
             STATE.__init__()  # type: ignore[misc]
+            # The door's refusal records itself in this process's audit, where it can.
+            STATE.audit = audit
             raise
     for warning in the_plan.warnings:
         log(f"warning: {warning}", once=warning)

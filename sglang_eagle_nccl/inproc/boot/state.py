@@ -107,6 +107,25 @@ def reset() -> None:
     STATE.__init__()  # type: ignore[misc]
 
 
+# Test-only fault points (documented in docs/fail-closed.md): the door tests set this variable to a step
+# name to make that step fail as an unexpected error would, in a real process that entered through a
+# real door. Read only by code that runs when the plugin is already enabled (a dictionary look-up per
+# step); never set by the plugin, never an input of the hand-off.
+ENV_TEST_FAULT = "SGLANG_EAGLE_NCCL_TEST_FAULT"
+
+
+class InjectedFault(RuntimeError):
+    """The failure a fault point raises (an unexpected error, not one of the plugin's deliberate stops)."""
+
+
+def fault_point(step: str) -> None:
+    """Raise :class:`InjectedFault` when ``SGLANG_EAGLE_NCCL_TEST_FAULT`` names ``step`` (tests only)."""
+    import os
+
+    if os.environ.get(ENV_TEST_FAULT) == step:
+        raise InjectedFault(f"test fault injected at {step}")
+
+
 def record(event: str, **fields: "Any") -> None:
     """One audit record of this process (kept in memory until the process joins a launch)."""
     if STATE.audit is not None:
