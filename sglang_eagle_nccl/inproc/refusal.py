@@ -127,15 +127,16 @@ def refuse(door: str, exc: BaseException) -> None:
         raise ValueError(f"unknown door {door!r}")
     first = STATE.refused is None
     message = message_of(exc) if first else STATE.refused
-    if first:
-        if STATE.audit is not None:
-            try:
-                STATE.audit.write("refused", door=door, message=message)
-            except Exception:  # noqa: BLE001 - the audit may be what failed; the refusal still happens
-                pass
-        from sglang_eagle_nccl.inproc.boot.environ import withdraw
+    if first and STATE.audit is not None:
+        try:
+            STATE.audit.write("refused", door=door, message=message)
+        except Exception:  # noqa: BLE001 - the audit may be what failed; the refusal still happens
+            pass
+    from sglang_eagle_nccl.inproc.boot.environ import withdraw
 
-        put_back = withdraw()
+    # Always: whatever was written since an earlier refusal goes back too.
+    put_back = withdraw()
+    if first:
         STATE.refused = message
         log(
             f"NCCL profile not applied: {summary_line(message)}"

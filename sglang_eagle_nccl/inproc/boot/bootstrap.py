@@ -49,7 +49,9 @@ def _install_after_import(_module: "Any") -> None:
 
 def activate(*, origin: str) -> None:
     """Apply the profile of this process's environment (idempotent); hooks follow SGLang's import."""
-    if STATE.active:
+    if STATE.active or STATE.refused is not None:
+        # Once refused, a process stays refused: a second pass of the .pth line (a venv with lib64 -> lib),
+        # or a later door, must not write the profile again.
         return
     activation.apply(activation.plan(), origin=origin)
     # No "applied" line here: a later door (the first `import ctypes`, `import sglang`, SGLang's plugin
