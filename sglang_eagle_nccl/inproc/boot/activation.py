@@ -256,6 +256,13 @@ def apply(the_plan: "Plan", *, origin: str) -> None:
         from sglang_eagle_nccl.inproc.boot import environ
 
         environ.check(updates)
+        if the_plan.wire is not None and the_plan.profile is not None and the_plan.run_dir is not None:
+            # An inherited hand-off that had to be validated (no valid signature of this user: a decoded
+            # signed one carries no Profile object) names a launch directory: refused unless a launch of
+            # this user opened it. A hand-edited hand-off does not choose where this process writes.
+            from sglang_eagle_nccl.contract.launch_dir import check_handed_launch_dir
+
+            check_handed_launch_dir(the_plan.run_dir)
         policy = the_plan.data.get("policy", {})
         how = invocation()
         if "<multiprocessing.resource_tracker>" in how or "<multiprocessing.forkserver>" in how:

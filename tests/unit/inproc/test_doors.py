@@ -40,12 +40,15 @@ PLAIN_CASES = [
 ] + [("native_late", "native.late", ("ctypes",))]
 
 
+def claims_applied(line: str) -> bool:
+    """A line that says a profile was applied (the refusal's own wording is not that)."""
+    for refusal in ("not applied", "nothing was applied", "cannot be applied"):
+        line = line.replace(refusal, "")
+    return "applied" in line
+
+
 def applied_lines(stderr: str) -> list[str]:
-    """Lines that claim a profile was applied (the refusal's own wording excluded)."""
-    return [
-        line for line in stderr.splitlines()
-        if "applied" in line and "not applied" not in line and "nothing was applied" not in line
-    ]
+    return [line for line in stderr.splitlines() if claims_applied(line)]
 
 
 def run_probe(env: dict[str, str], order: tuple[str, ...], cwd: Path) -> tuple[subprocess.CompletedProcess, dict]:
@@ -118,3 +121,43 @@ def test_every_fault_step_belongs_to_a_door_of_the_table():
     assert set(FAULT_STEPS) <= set(DOORS)
     steps = [s for door in FAULT_STEPS.values() for s in door]
     assert len(steps) == len(set(steps))
+
+
+def unsigned(wire: str, **changes) -> str:
+    """The hand-off edited by hand: its body changed, its signature dropped (written here, not with the plugin's
+    encoder: what someone editing the variable would do)."""
+    head, payload, _mac = wire.split(".", 2)
+    body = json.loads(bytes.fromhex(payload).decode("utf-8"))
+    body.update(changes)
+    return f"{head}.{json.dumps(body, separators=(',', ':'), sort_keys=True).encode('utf-8').hex()}.-"
+
+
+@pytest.mark.parametrize("where", ["a directory of the user", "a missing chain", "a relative path"])
+def test_an_unsigned_hand_off_naming_another_place_is_refused_and_creates_nothing(tmp_path, where):
+    handed, launch = handed_off(tmp_path)
+    other = {
+        "a directory of the user": tmp_path / "mine",
+        "a missing chain": tmp_path / "x" / "y" / "launch",
+        "a relative path": Path("audit") / launch.name,
+    }[where]
+    if where == "a directory of the user":
+        other.mkdir(mode=0o700)
+    env = dict(CLEAN, **handed)
+    env["SGLANG_EAGLE_NCCL_PROFILE"] = unsigned(handed["SGLANG_EAGLE_NCCL_PROFILE"], run_dir=str(other))
+    before = sorted(p for p in tmp_path.rglob("*"))
+    done, out = run_probe(env, ("ctypes",), tmp_path)
+    assert out["environ"] == env and out["active"] is False and out["sglang_refusal_armed"]
+    # A relative path is not even a hand-off (the decoder's own rule); the others are refused as a place no launch opened.
+    reason = "malformed" if where == "a relative path" else "not one a launch opened"
+    assert reason in out["refused"], out["refused"]
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # nothing created, no record written anywhere
+    assert sum("not applied" in line for line in done.stderr.splitlines()) == 1
+
+
+def test_an_unsigned_hand_off_naming_the_launch_a_launcher_opened_is_accepted(tmp_path):
+    handed, launch = handed_off(tmp_path)
+    env = dict(CLEAN, **handed)
+    env["SGLANG_EAGLE_NCCL_PROFILE"] = unsigned(handed["SGLANG_EAGLE_NCCL_PROFILE"])
+    done, out = run_probe(env, ("ctypes",), tmp_path)
+    assert out["active"] is True and out["refused"] is None, done.stderr
+    assert list(launch.glob(f"proc-*-{out['pid']}.jsonl"))
