@@ -74,7 +74,7 @@ FAULT_STEPS: dict[str, tuple[str, ...]] = {
     "native_late": ("native.late",),
     "sglang_import": ("import.hooks", "import.native"),
     "entry_point": ("entry_point.activated", "entry_point.hooks", "entry_point.native"),
-    "cli_flags": ("cli_flags.applied",),
+    "cli_flags": ("cli_flags.activated",),
     "cli_hooks": ("cli_hooks.added", "cli_hooks.installed"),
 }
 

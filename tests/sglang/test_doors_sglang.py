@@ -36,7 +36,7 @@ CASES = [
     *[(GATE, step, "entry_point", 2) for step in FAULT_STEPS["entry_point"]],
     (GATE, "cli_hooks.added", "cli_hooks", 2),
     (FLAGS, "cli_hooks.added", "cli_hooks", 2),
-    (FLAGS, "cli_flags.applied", "cli_flags", 2),
+    (FLAGS, "cli_flags.activated", "cli_flags", 2),
     (FLAGS, "cli_hooks.installed", "cli_hooks", 2),
 ]
 

@@ -75,7 +75,7 @@ def activate_from_cli(
         if node_rank is not None:
             # Written here, not by activation: a later refusal (the hooks the flags install) puts it back too.
             STATE.saved_before.setdefault(names.ENV_NODE_RANK, saved_rank)
-        fault_point("cli_flags.applied")
+        fault_point("cli_flags.activated")
     except BaseException as exc:  # noqa: BLE001 - fail closed: SGLang must not start unconfigured
         if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             raise
