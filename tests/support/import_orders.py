@@ -42,6 +42,11 @@ def cases(modules: tuple[str, ...], longest: int) -> list[tuple[tuple[str, ...],
     return out
 
 
+def case_id(case: tuple[tuple[str, ...], bool, str]) -> str:
+    order, present, method = case
+    return f"{'+'.join(order) or 'nothing'}-{'library' if present else 'no-library'}-{method}"
+
+
 def installation_without_library(where: Path) -> Path:
     """A copy of the installed package without its native library (a ``CC=false`` install): a folder to put
     first on ``PYTHONPATH``, so the ``.pth`` line imports this copy."""

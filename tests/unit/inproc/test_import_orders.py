@@ -27,7 +27,10 @@ def without_library(tmp_path_factory):
     return import_orders.installation_without_library(tmp_path_factory.mktemp("no-native"))
 
 
-@pytest.mark.parametrize("order,present,method", import_orders.cases(MODULES, longest=2))
+@pytest.mark.parametrize(
+    "order,present,method", import_orders.cases(MODULES, longest=2),
+    ids=[import_orders.case_id(c) for c in import_orders.cases(MODULES, longest=2)],
+)
 def test_every_order_applies_the_profile_and_configures_the_library_once(
     order, present, method, without_library, tmp_path
 ):
