@@ -415,3 +415,20 @@ def test_summary_line_keeps_letters_at_the_edges_and_a_lone_header():
     assert refusal.summary_line("X too large for NCCL_BUFFSIZE_MAX") == "X too large for NCCL_BUFFSIZE_MAX"
     assert refusal.summary_line(" - NCCL_MAX\n - more") == "NCCL_MAX ..."
     assert refusal.summary_line("1 problem(s); nothing was applied:") == "1 problem(s); nothing was applied:"
+
+
+def test_sync_withdraws_the_waiting_late_configuration_and_configures_once(proc, library_here, lib, monkeypatch):
+    """SGLang imported before anything imported ctypes: sync configures, and the ctypes trigger that was waiting
+    (activation armed it) is withdrawn first, so the binding's own `import ctypes` cannot configure it again."""
+    monkeypatch.delitem(sys.modules, "ctypes")
+    STATE.active = True
+    native.start(desired(library_here), data_with(), None)
+    assert import_trigger._FINDER.callbacks["ctypes"] == [native._configure_late]
+    monkeypatch.setitem(sys.modules, "ctypes", __import__("ctypes"))
+    sync_state(library_here)
+    calls = []
+    real = type(lib.binding).configure_env
+    monkeypatch.setattr(type(lib.binding), "configure_env", lambda self, *a, **k: (calls.append(1), real(self, *a, **k)))
+    native.sync()
+    assert "ctypes" not in import_trigger._FINDER.callbacks and import_trigger._FINDER not in sys.meta_path
+    assert calls == [1] and STATE.env_control is lib.binding and STATE.refused is None

@@ -55,3 +55,39 @@ def test_already_imported_module_fires_at_once(fresh_module):
     seen = []
     after_import(fresh_module, lambda m: seen.append(m.__name__))
     assert seen == [fresh_module]
+
+
+def test_cancel_withdraws_one_callback_and_the_finder_with_the_last(fresh_module):
+    from sglang_eagle_nccl.inproc.boot import import_trigger
+
+    seen = []
+    first, second = (lambda m: seen.append("first")), (lambda m: seen.append("second"))
+    after_import(fresh_module, first)
+    after_import(fresh_module, second)
+    import_trigger.cancel(fresh_module, first)
+    assert import_trigger._FINDER.callbacks[fresh_module] == [second]
+    assert import_trigger._FINDER in sys.meta_path
+    import_trigger.cancel(fresh_module, first)  # not waiting any more: nothing
+    import_trigger.cancel("never_watched_module", first)
+    import_trigger.cancel(fresh_module, second)
+    assert fresh_module not in import_trigger._FINDER.callbacks
+    assert import_trigger._FINDER not in sys.meta_path
+    importlib.import_module(fresh_module)
+    assert seen == []
+
+
+def test_cancel_keeps_the_finder_while_another_name_waits(fresh_module):
+    from sglang_eagle_nccl.inproc.boot import import_trigger
+
+    def callback(_m):
+        pass
+
+    after_import(fresh_module, callback)
+    after_import("another_never_imported_module", callback)
+    try:
+        import_trigger.cancel(fresh_module, callback)
+        assert import_trigger._FINDER in sys.meta_path
+        assert list(import_trigger._FINDER.callbacks) == ["another_never_imported_module"]
+    finally:
+        import_trigger.cancel("another_never_imported_module", callback)
+    assert import_trigger._FINDER not in sys.meta_path
