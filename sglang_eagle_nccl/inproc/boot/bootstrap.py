@@ -104,10 +104,10 @@ def sglang_plugin() -> None:
     SGLang's loader swallows exceptions from plugins, so a profile that cannot be applied ends
     the process with SystemExit(2) instead: the user asked for it, so it must not be lost in a log.
     """
-    from sglang_eagle_nccl.inproc.refusal import refuse
-
     if STATE.refused is not None:
         # Refused at an earlier door of this process: SGLang's loader would swallow the armed exception.
+        from sglang_eagle_nccl.inproc.refusal import refuse
+
         refuse("entry_point", RuntimeError(STATE.refused))
     if not STATE.active and not names.is_enabled():
         return
@@ -124,4 +124,6 @@ def sglang_plugin() -> None:
     except BaseException as exc:  # noqa: BLE001 - fail closed
         if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             raise
+        from sglang_eagle_nccl.inproc.refusal import refuse
+
         refuse("entry_point", exc)

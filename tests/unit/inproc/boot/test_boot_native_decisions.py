@@ -249,7 +249,7 @@ def sync_state(path, run_dir=None, rules=()):
 
 
 @pytest.mark.parametrize("rules", [(), tuple(RULES)])
-def test_sync_configures_a_library_ctypes_never_reached_and_records_it(
+def test_sync_configures_a_library_not_configured_yet_and_records_it(
     proc, library_here, lib, tmp_path, rules
 ):
     run = open_launch(str(tmp_path), {}, required=True)
