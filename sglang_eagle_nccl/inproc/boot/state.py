@@ -9,6 +9,8 @@ imported everything that construction needs anyway.
 
 import _thread
 
+from sglang_eagle_nccl.contract.names import ENV_TEST_FAULT
+
 TYPE_CHECKING = False  # typing is not imported at interpreter start (annotations are strings)
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -111,7 +113,6 @@ def reset() -> None:
 # name to make that step fail as an unexpected error would, in a real process that entered through a
 # real door. Read only by code that runs when the plugin is already enabled (a dictionary look-up per
 # step); never set by the plugin, never an input of the hand-off.
-ENV_TEST_FAULT = "SGLANG_EAGLE_NCCL_TEST_FAULT"
 
 
 class InjectedFault(RuntimeError):
