@@ -161,3 +161,21 @@ def test_an_unsigned_hand_off_naming_the_launch_a_launcher_opened_is_accepted(tm
     done, out = run_probe(env, ("ctypes",), tmp_path)
     assert out["active"] is True and out["refused"] is None, done.stderr
     assert list(launch.glob(f"proc-*-{out['pid']}.jsonl"))
+
+
+def test_a_ray_workers_start_is_its_own_door(tmp_path):
+    """The program Ray starts for an actor (its ``default_worker.py``) refuses at the Ray actor's row of the
+    table: the same action as interpreter start, recorded under its own door."""
+    handed, directory = handed_off(tmp_path)
+    worker = tmp_path / "ray" / "_private" / "workers" / "default_worker.py"
+    worker.parent.mkdir(parents=True)
+    worker.write_text(PROBE.read_text())
+    env = dict(CLEAN, **handed, **{ENV_TEST_FAULT: "activation.written"})
+    done = subprocess.run(
+        [sys.executable, str(worker), "", "none"], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["environ"] == env and out["sglang_refusal_armed"]
+    (record,) = refused_records(directory, out["pid"])
+    assert record["door"] == "ray_actor"
