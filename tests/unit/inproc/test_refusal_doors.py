@@ -239,3 +239,13 @@ def test_without_orig_argv_the_arguments_decide(monkeypatch, proc):
         refusal.stop(Stop("x"))
     with pytest.raises(SystemExit):
         refuse("sglang_import", Stop("x"))
+
+
+def test_a_refusal_after_the_state_was_reset_is_still_said_once(proc, capsys):
+    """A failed activation resets the process state (activation.apply's rollback), refused included: a second
+    refusal after it is recorded again, but stderr says "not applied" once per process."""
+    refuse("interpreter_start", Stop("first"))
+    proc.refused = None
+    refuse("interpreter_start", Stop("second"))
+    assert proc.refused == "second"
+    assert capsys.readouterr().err.count("NCCL profile not applied") == 1
