@@ -180,7 +180,7 @@ class ModernLoader:
         self.marker = "forwarded"
 
     def create_module(self, spec):
-        return types.ModuleType("made_by_the_loader")
+        return types.ModuleType(f"made_by_the_loader_for_{spec.name}")
 
     def exec_module(self, module):
         self.executed.append(module)
@@ -195,8 +195,9 @@ def test_the_wrapper_forwards_everything_else_to_the_real_loader(finder):
     real = ModernLoader()
     wrapper = trigger._NotifyingLoader(real, finder, "watched_name")
     assert wrapper.marker == "forwarded"
-    assert wrapper.create_module(None).__name__ == "made_by_the_loader"
-    assert trigger._NotifyingLoader(ExecOnlyLoader(), finder, "x").create_module(None) is None
+    spec = importlib.machinery.ModuleSpec("watched_name", real)
+    assert wrapper.create_module(spec).__name__ == "made_by_the_loader_for_watched_name"
+    assert trigger._NotifyingLoader(ExecOnlyLoader(), finder, "x").create_module(spec) is None
 
 
 def test_the_wrapper_executes_modules_with_or_without_a_spec(finder):
