@@ -149,6 +149,8 @@ def test_the_finder_asks_the_others_with_the_same_path_and_target(finder, monkey
     assert finder.find_spec("watched_name", path, target) is None  # nobody has it: exactly None
     assert recorder.asked == [("watched_name", path, target)]
     assert finder.find_spec("not_watched") is None and len(recorder.asked) == 1  # never asked for others
+    monkeypatch.setattr(sys, "meta_path", [finder, LegacyFinder()])  # nobody could even be asked
+    assert finder.find_spec("watched_name", path, target) is None
 
 
 def test_a_spec_without_a_modern_loader_is_returned_unwrapped(finder, monkeypatch):
