@@ -16,8 +16,15 @@ A process is its :func:`identity`: host name, boot id, PID namespace, pid and st
 repeat (containers, cloned VMs), pids repeat across containers and over time; together they do not.
 Records carry it and ``audit`` matches records, reads logs and hosts by all of it.
 
-Only launches open one (:func:`open_launch`); every writer and reader takes names and rules from
-here. Imported at interpreter start in enabled processes: ``os``, ``stat`` and ``time`` only.
+Only launches open one (:func:`open_launch`: a launcher, SGLang's launcher, ``preflight``, ``env
+--audit-dir``), and it is the only thing that writes ``launch.json``. A process writes records only
+under an audit root of its user and only into a launch directory a launch opened: a hand-off that no
+validating process of this user signed may name only such a directory (:func:`check_handed_launch_dir`:
+ours, private, under a root of ours, with its ``launch.json``); anything else is refused through the
+door table before anything is written. Nothing here creates a chain of parents: an audit root is
+created only where its parent exists, and a process of a signed launch on a node without the
+launcher's filesystem (:func:`join_launch_dir`) creates at most that root and the launch directory in it.
+Every writer and reader takes names and rules from here. Imported at interpreter start in enabled processes: ``os``, ``stat`` and ``time`` only.
 """
 
 import os
@@ -74,30 +81,69 @@ def check_dir_stat(path: "Any", st: "os.stat_result") -> None:
         )
 
 
-def secure_dir(path: "Any", *, create_parents: bool) -> "Any":
-    """Create ``path`` with mode 0700 (or accept it if it is ours and private)."""
+def secure_dir(path: "Any", *, create_parents: bool = False) -> "Any":
+    """Create ``path`` with mode 0700 (or accept it if it is ours and private). Its parent must exist:
+    for the audit, a chain of missing parents is never created (a typo in a path must not grow a tree of
+    folders). ``create_parents``: only ``audit --collect``'s own output folder (offline/ray_collect.py)."""
     try:
         if create_parents:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
+    except FileNotFoundError:
+        raise AuditError(
+            f"audit directory {path}: its parent {os.path.dirname(os.path.abspath(path))} does not exist "
+            "(folders are created one level at most); create it first"
+        ) from None
     check_dir_stat(path, os.lstat(path))
     return path
 
 
 def join_launch_dir(run_dir: str) -> str:
-    """A process of a launch started on another node (Ray, Kubernetes): make its launch directory here.
+    """A process of a signed launch started on another node (Ray, Kubernetes): make its launch directory here.
 
     The hand-off names the launch directory the launcher opened; on a node that does not share that
     filesystem it does not exist yet. It is created under the same root with the same rules (the
-    root, then the launch directory, each ours and private), never through a symlink.
+    root, then the launch directory, each ours and private), never through a symlink, and never a
+    chain: the root's parent must exist.
     """
-    if not os.path.isabs(run_dir):
-        raise AuditError(f"launch directory {run_dir!r} is not an absolute path")
-    secure_dir(os.path.dirname(run_dir), create_parents=True)
-    secure_dir(run_dir, create_parents=False)
+    if not os.path.isabs(run_dir) or os.path.normpath(run_dir) != run_dir:
+        raise AuditError(f"launch directory {run_dir!r} is not a normalised absolute path")
+    secure_dir(os.path.dirname(run_dir))
+    secure_dir(run_dir)
     return run_dir
+
+
+def check_handed_launch_dir(run_dir: str) -> None:
+    """An unsigned hand-off's launch directory: one a launch of this user opened, or AuditError saying why not.
+
+    Nothing is created: the directory and its ``launch.json`` exist already (a launcher, ``preflight`` or
+    ``env --audit-dir`` made them), the directory and its audit root are this user's and private, and no
+    part of it is a symlink.
+    """
+    why = None
+    if not os.path.isabs(run_dir) or os.path.normpath(run_dir) != run_dir:
+        why = "it is not a normalised absolute path"
+    else:
+        try:
+            check_dir_stat(os.path.dirname(run_dir), os.lstat(os.path.dirname(run_dir)))
+            check_dir_stat(run_dir, os.lstat(run_dir))
+            meta = os.lstat(os.path.join(run_dir, LAUNCH_META))
+            if not stat.S_ISREG(meta.st_mode) or meta.st_uid != os.getuid():
+                why = f"its {LAUNCH_META} is not a file of yours"
+        except FileNotFoundError as exc:
+            why = f"{exc.filename} does not exist"
+        except AuditError as exc:
+            why = str(exc)
+        except OSError as exc:
+            why = f"it cannot be read ({exc.strerror})"
+    if why is not None:
+        raise AuditError(
+            f"the hand-off in SGLANG_EAGLE_NCCL_PROFILE is not signed by this user's sglang-eagle-nccl and names "
+            f"launch directory {run_dir!r}, which is not one a launch opened: {why}. Fix: print a fresh environment "
+            "with `sglang-eagle-nccl env --audit-dir DIR`, or unset SGLANG_EAGLE_NCCL_PROFILE"
+        )
 
 
 # PID_MAX_LIMIT (include/linux/threads.h) on 64-bit Linux is 2**22 = 4194304: seven digits.
@@ -118,7 +164,7 @@ def new_launch_dir(root: "str | Path | None" = None, *, name: str | None = None)
     """
     from pathlib import Path
 
-    base = secure_dir(Path(root) if root else default_root(), create_parents=True)
+    base = secure_dir(Path(root) if root else default_root())
     if name is not None:
         if not name or "/" in name or name in (".", ".."):
             raise AuditError(f"not a launch directory name: {name!r}")

@@ -69,6 +69,9 @@ ENV_ROOT_PID = "SGLANG_EAGLE_NCCL_ROOT_PID"
 # GPU-only kernels, so that SGLang imports on a machine without a GPU. The plugin never reads it; it
 # is named here because preflight's hint for a rank that could not import SGLang names it.
 ENV_TEST_CPU_STANDINS = "SGLANG_EAGLE_NCCL_TEST_CPU_STANDINS"
+# The door tests' fault point (inproc/boot/state.py fault_point, docs/fail-closed.md): a step name. Read only
+# where the plugin is already enabled; never set by the plugin, never an input of the hand-off.
+ENV_TEST_FAULT = "SGLANG_EAGLE_NCCL_TEST_FAULT"
 
 # Read by `audit` only (offline/audit/records.py): "json" makes it use the json module's reader even where
 # the optional msgspec reader is installed (both give the same verdict; a benchmark compares their speed).

@@ -38,7 +38,9 @@ def as_process(pid: int, machine: Mapping[str, Any] | None = None) -> Iterator[d
 
 
 def new_launch(root: Any, profile: Mapping[str, Any]) -> str:
-    """A launch directory as a launcher opens it (``launch.json`` with the resolved profile)."""
+    """A launch directory as a launcher opens it (``launch.json`` with the resolved profile). The folder above
+    the audit root is the test's to make (the plugin never creates a chain of parents)."""
+    os.makedirs(os.path.dirname(os.path.abspath(str(root))), exist_ok=True)
     run_dir = launch_dir.open_launch(str(root), {"profile": dict(profile)}, required=True)
     assert run_dir is not None
     return run_dir

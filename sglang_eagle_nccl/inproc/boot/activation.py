@@ -143,6 +143,13 @@ def apply(the_plan: "Plan", *, origin: str) -> None:
         from sglang_eagle_nccl.inproc.boot import environ
 
         environ.check(updates)
+        if the_plan.wire is not None and the_plan.profile is not None and the_plan.run_dir is not None:
+            # An inherited hand-off that had to be validated (no valid signature of this user: a decoded
+            # signed one carries no Profile object) names a launch directory: refused unless a launch of
+            # this user opened it. A hand-edited hand-off does not choose where this process writes.
+            from sglang_eagle_nccl.contract.launch_dir import check_handed_launch_dir
+
+            check_handed_launch_dir(the_plan.run_dir)
         policy = the_plan.data.get("policy", {})
         how = invocation()
         if "<multiprocessing.resource_tracker>" in how or "<multiprocessing.forkserver>" in how:
@@ -157,12 +164,18 @@ def apply(the_plan: "Plan", *, origin: str) -> None:
         start(the_plan.desired, the_plan.data, the_plan.run_dir)
         written = _write_atomically(updates)
         try:
+            from sglang_eagle_nccl.inproc.boot.state import fault_point
+
+            fault_point("activation.written")
             _record_activation(the_plan, origin, written, wire_text, audit, role, how)
+            fault_point("activation.recorded")
         except BaseException:
             # Whatever raised after the write (the audit under audit_required, a full disk ...): the
             # process is exactly as it was.
             environ.put_back({name: before for name, before, _after in written})
             STATE.__init__()  # type: ignore[misc]
+            # The door's refusal records itself in this process's audit, where it can.
+            STATE.audit = audit
             raise
     for warning in the_plan.warnings:
         log(f"warning: {warning}", once=warning)

@@ -13,10 +13,8 @@ once SGLang is imported. Any failure refuses SGLang in that process (fail closed
 """
 
 from sglang_eagle_nccl.contract import names
-from sglang_eagle_nccl.contract.log import log
-from sglang_eagle_nccl.contract.terminal import printable
 from sglang_eagle_nccl.inproc.boot import activation
-from sglang_eagle_nccl.inproc.boot.state import STATE
+from sglang_eagle_nccl.inproc.boot.state import STATE, fault_point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +36,9 @@ def _install_after_import(_module: "Any") -> None:
 
     try:
         installer.install_patches()
+        fault_point("import.hooks")
         native.sync()
+        fault_point("import.native")
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -49,12 +49,15 @@ def _install_after_import(_module: "Any") -> None:
 
 def activate(*, origin: str) -> None:
     """Apply the profile of this process's environment (idempotent); hooks follow SGLang's import."""
-    if STATE.active:
+    if STATE.active or STATE.refused is not None:
+        # Once refused, a process stays refused: a second pass of the .pth line (a venv with lib64 -> lib),
+        # or a later door, must not write the profile again.
         return
     activation.apply(activation.plan(), origin=origin)
-    if STATE.is_root and STATE.role == "launcher":
-        count = sum(1 for k, v in STATE.expected_env.items() if STATE.saved_before.get(k) != v)
-        log(f"profile '{printable((STATE.data or {}).get('name'))}' applied ({count} NCCL variable(s) set)", once="applied")
+    # No "applied" line here: a later door (the first `import ctypes`, `import sglang`, SGLang's plugin
+    # loader, the launch flags) can still refuse this profile, and stderr must never say "applied" before
+    # "not applied". The launcher says the profile is in force when SGLang opens its launch.
+    fault_point("bootstrap.activated")
     _when_sglang_imported(_install_after_import)
 
 
@@ -67,9 +70,11 @@ def interpreter_start(*, enabled: bool, cli_flags: bool) -> None:
         if isinstance(exc, KeyboardInterrupt):
             raise
         # Imported only on failure: every SGLang child runs this at interpreter start.
-        from sglang_eagle_nccl.inproc.refusal import refuse
+        import sys
 
-        refuse("interpreter_start", exc)
+        from sglang_eagle_nccl.inproc.refusal import refuse, start_door
+
+        refuse(start_door(list(getattr(sys, "orig_argv", sys.argv))), exc)
         return
     # Launch flags wherever SGLang's server arguments are parsed in a launch's root: SGLang's own
     # CLI, custom scripts calling prepare_server_args / ServerArgs.add_cli_args, and SGLang's
@@ -82,7 +87,15 @@ def install_cli_hooks(*, mechanism: str) -> None:
     """Add the launch flags to SGLang's parser in this process (see installer.install_cli_hooks)."""
     from sglang_eagle_nccl.inproc.hooks import installer
 
-    installer.install_cli_hooks(mechanism=mechanism)
+    try:
+        installer.install_cli_hooks(mechanism=mechanism)
+        fault_point("cli_hooks.added")
+    except BaseException as exc:  # noqa: BLE001 - launch flags SGLang's parser would not know: fail closed
+        if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+            raise
+        from sglang_eagle_nccl.inproc.refusal import refuse
+
+        refuse("cli_hooks", exc)
 
 
 def sglang_plugin() -> None:
@@ -92,8 +105,10 @@ def sglang_plugin() -> None:
     the process with SystemExit(2) instead: the user asked for it, so it must not be lost in a log.
     """
     if STATE.refused is not None:
-        log(STATE.refused)
-        raise SystemExit(2)
+        # Refused at an earlier door of this process: SGLang's loader would swallow the armed exception.
+        from sglang_eagle_nccl.inproc.refusal import refuse
+
+        refuse("entry_point", RuntimeError(STATE.refused))
     if not STATE.active and not names.is_enabled():
         return
     from sglang_eagle_nccl.inproc.boot import native
@@ -101,12 +116,14 @@ def sglang_plugin() -> None:
 
     try:
         activate(origin="entry_point")
+        fault_point("entry_point.activated")
         installer.install_patches(from_entry_point=True)
+        fault_point("entry_point.hooks")
         native.sync()
+        fault_point("entry_point.native")
     except BaseException as exc:  # noqa: BLE001 - fail closed
         if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             raise
-        from sglang_eagle_nccl.inproc.refusal import message_of
+        from sglang_eagle_nccl.inproc.refusal import refuse
 
-        log(message_of(exc))
-        raise SystemExit(2) from None
+        refuse("entry_point", exc)

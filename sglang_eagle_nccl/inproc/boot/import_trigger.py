@@ -94,3 +94,15 @@ def after_import(name: str, callback: "Callable[[Any], None]") -> None:
     _FINDER.callbacks.setdefault(name, []).append(callback)
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+
+
+def cancel(name: str, callback: "Callable[[Any], None]") -> None:
+    """Withdraw ``callback`` from the callbacks waiting for ``name`` (nothing if it is not waiting)."""
+    waiting = _FINDER.callbacks.get(name)
+    if not waiting or callback not in waiting:
+        return
+    waiting.remove(callback)
+    if not waiting:
+        del _FINDER.callbacks[name]
+    if not _FINDER.callbacks and _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)

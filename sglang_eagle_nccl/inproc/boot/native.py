@@ -20,7 +20,7 @@ import sys
 
 from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.decision.plugins import ENV_PLUGIN, PLUGIN_VARS, TUNER_PLUGIN
-from sglang_eagle_nccl.inproc.boot.state import STATE, record
+from sglang_eagle_nccl.inproc.boot.state import STATE, fault_point, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,6 +84,7 @@ def _configure_late(_ctypes: "Any") -> None:
             return
         try:
             _configure(path, STATE.expected_env, STATE.data or {}, STATE.run_dir)
+            fault_point("native.late")
         except Exception as exc:  # noqa: BLE001 - any failure means the profile is not in force
             from sglang_eagle_nccl.inproc.refusal import refuse
 
@@ -140,8 +141,13 @@ def sync() -> None:
     if not path or STATE.data is None:
         return
     if STATE.env_control is None:
-        # ctypes was never imported before SGLang (an unusual import order): configure now, before any
-        # NCCL call; a library that cannot be loaded is a broken installation.
+        # ctypes was never imported before SGLang (a light `sglang/__init__`, a program that imports SGLang's
+        # modules before numpy or torch): configure now, before any NCCL call. The binding imports ctypes,
+        # which would fire the late configuration (start) in the middle of importing the binding itself:
+        # this configuration replaces that one, so it is withdrawn first (configured exactly once).
+        from sglang_eagle_nccl.inproc.boot.import_trigger import cancel
+
+        cancel("ctypes", _configure_late)
         from sglang_eagle_nccl.native.binding import BindingError
 
         try:

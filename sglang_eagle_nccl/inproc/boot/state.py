@@ -9,6 +9,8 @@ imported everything that construction needs anyway.
 
 import _thread
 
+from sglang_eagle_nccl.contract.names import ENV_TEST_FAULT
+
 TYPE_CHECKING = False  # typing is not imported at interpreter start (annotations are strings)
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -105,6 +107,24 @@ def current_group_var() -> "Any":
 def reset() -> None:
     """Forget the activation (tests only: a real process activates once)."""
     STATE.__init__()  # type: ignore[misc]
+
+
+# Test-only fault points (documented in docs/fail-closed.md): the door tests set this variable to a step
+# name to make that step fail as an unexpected error would, in a real process that entered through a
+# real door. Read only by code that runs when the plugin is already enabled (a dictionary look-up per
+# step); never set by the plugin, never an input of the hand-off.
+
+
+class InjectedFault(RuntimeError):
+    """The failure a fault point raises (an unexpected error, not one of the plugin's deliberate stops)."""
+
+
+def fault_point(step: str) -> None:
+    """Raise :class:`InjectedFault` when ``SGLANG_EAGLE_NCCL_TEST_FAULT`` names ``step`` (tests only)."""
+    import os
+
+    if os.environ.get(ENV_TEST_FAULT) == step:
+        raise InjectedFault(f"test fault injected at {step}")
 
 
 def record(event: str, **fields: "Any") -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from sglang_eagle_nccl.contract import names
 from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.inproc.boot import activation, environ
-from sglang_eagle_nccl.inproc.boot.state import STATE
+from sglang_eagle_nccl.inproc.boot.state import STATE, fault_point
 
 FLAG_HELP = {
     "--nccl-profile": "NCCL profile for every SGLang process (sglang-eagle-nccl): a built-in name "
@@ -72,6 +72,10 @@ def activate_from_cli(
             activation.reconfigure(resolution.profile, reason="the --nccl-* flags")
         else:
             activation.apply(activation.plan(resolution.profile), origin="cli")
+        if node_rank is not None:
+            # Written here, not by activation: a later refusal (the hooks the flags install) puts it back too.
+            STATE.saved_before.setdefault(names.ENV_NODE_RANK, saved_rank)
+        fault_point("cli_flags.activated")
     except BaseException as exc:  # noqa: BLE001 - fail closed: SGLang must not start unconfigured
         if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             raise

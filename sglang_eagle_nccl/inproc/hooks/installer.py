@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import sys
 
-from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.log import log
-from sglang_eagle_nccl.inproc.boot.state import STATE
+from sglang_eagle_nccl.inproc.boot.state import STATE, fault_point
 from sglang_eagle_nccl.inproc.hooks import patching
 from sglang_eagle_nccl.inproc.hooks.handlers import run_hook
 from sglang_eagle_nccl.knowledge.sglang.plugin_loader import entry_point_allowed
@@ -211,11 +210,13 @@ def _run_cli_hook(hook: Hook, original: Any, instance: Any, args: tuple, kwargs:
     if STATE.active and not STATE.patches_installed and hook.handler == "cli_capture":
         try:
             install_patches()
-        except PluginStop as exc:
-            # Same policy as a flag that cannot be applied (hook_cli.activate_from_cli): the launch
-            # flags asked for a profile that cannot be in force here, so exit 2, without a traceback.
-            log(str(exc))
-            raise SystemExit(2) from None
+            fault_point("cli_hooks.installed")
+        except Exception as exc:  # noqa: BLE001 - fail closed, through the door table
+            # The launch flags asked for a profile that cannot be in force here: refused like a flag
+            # that cannot be applied (exit 2, the environment put back, recorded, said once).
+            from sglang_eagle_nccl.inproc.refusal import refuse
+
+            refuse("cli_hooks", exc)
     return result
 
 

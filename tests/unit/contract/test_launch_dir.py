@@ -133,8 +133,9 @@ def test_a_node_without_the_launchers_filesystem_makes_its_launch_directory(tmp_
         stat.S_IMODE(os.stat(run).st_mode) == 0o700
         and stat.S_IMODE(os.stat(os.path.dirname(run)).st_mode) == 0o700
     )
-    with pytest.raises(AuditError, match="not an absolute path"):
-        join_launch_dir("relative/launch")
+    for bad in ("relative/launch", "/a/../b/launch", "/a/b/launch/"):
+        with pytest.raises(AuditError, match="is not a normalised absolute path"):
+            join_launch_dir(bad)
 
 
 def test_identity_names_this_process_on_this_host():

@@ -265,11 +265,22 @@ def test_a_file_where_the_root_should_be_is_refused(tmp_path):
     )
 
 
-def test_join_creates_missing_parents_of_the_root(tmp_path):
-    run = str(tmp_path / "a" / "b" / "root" / "20261201-000000-1-abcd")
+def test_join_creates_the_root_and_the_launch_directory_but_never_a_chain_of_parents(tmp_path):
+    run = str(tmp_path / "root" / "20261201-000000-1-abcd")
     assert join_launch_dir(run) == run
     for path in (run, os.path.dirname(run)):
         assert stat.S_IMODE(os.lstat(path).st_mode) == 0o700
+    deep = str(tmp_path / "a" / "b" / "root" / "20261201-000000-1-abcd")
+    with pytest.raises(AuditError, match="does not exist"):
+        join_launch_dir(deep)
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_new_launch_never_creates_a_chain_of_parents(tmp_path):
+    with pytest.raises(AuditError, match="its parent .* does not exist"):
+        new_launch_dir(tmp_path / "a" / "b" / "root")
+    assert not (tmp_path / "a").exists()
+    assert new_launch_dir(tmp_path / "root").parent == tmp_path / "root"
 
 
 def test_the_default_root_is_under_the_temporary_directory(tmp_path, monkeypatch):

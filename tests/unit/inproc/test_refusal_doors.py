@@ -130,15 +130,44 @@ def test_a_preflight_rank_raises(proc):
 def test_every_door_is_one_of_the_table(proc):
     assert set(DOORS) == {
         "interpreter_start",
+        "ray_actor",
         "native_late",
         "sglang_import",
         "entry_point",
         "cli_flags",
+        "cli_hooks",
         "preflight_rank",
     }
     with pytest.raises(ValueError, match="unknown door 'back_door'"):
         refuse("back_door", Stop("x"))
     assert not withdrawn(proc)  # a programming error changes nothing
+
+
+def test_a_second_refusal_takes_only_the_doors_action_and_withdraws_what_came_since(proc, capsys, tmp_path):
+    run = open_launch(str(tmp_path), {}, required=True)
+    proc.audit = AuditWriter(run, role="child")
+    refuse("interpreter_start", Stop("first"))
+    environ.write({"NCCL_ALGO": "Tree"})  # written again after the refusal (it must not stay)
+    proc.saved_before = {"NCCL_ALGO": None}
+    with pytest.raises(SystemExit) as info:
+        refuse("entry_point", Stop("second"))
+    assert info.value.code == 2 and "NCCL_ALGO" not in os.environ and proc.refused == "first"
+    err = capsys.readouterr().err
+    assert err.count("not applied") == 1 and err.splitlines()[-1] == "[sglang-eagle-nccl] first"
+    records = [json.loads(line) for line in open(proc.audit.file_path).read().splitlines()]
+    assert [(r["event"], r["door"]) for r in records] == [("refused", "interpreter_start")]
+
+
+@pytest.mark.parametrize("argv, door", [
+    (["python", "/venv/lib/python3.11/site-packages/ray/_private/workers/default_worker.py", "--node-ip-address=x"],
+     "ray_actor"),
+    (["/venv/bin/python", "-m", "sglang.launch_server"], "interpreter_start"),
+    (["python"], "interpreter_start"),
+    ([], "interpreter_start"),
+    (["a", "b", "c", "default_worker.py"], "interpreter_start"),
+])
+def test_the_door_of_interpreter_start(argv, door):
+    assert refusal.start_door(argv) == door
 
 
 def test_the_refusal_is_recorded_in_the_processs_audit(proc, tmp_path):
@@ -210,3 +239,13 @@ def test_without_orig_argv_the_arguments_decide(monkeypatch, proc):
         refusal.stop(Stop("x"))
     with pytest.raises(SystemExit):
         refuse("sglang_import", Stop("x"))
+
+
+def test_a_refusal_after_the_state_was_reset_is_still_said_once(proc, capsys):
+    """A failed activation resets the process state (activation.apply's rollback), refused included: a second
+    refusal after it is recorded again, but stderr says "not applied" once per process."""
+    refuse("interpreter_start", Stop("first"))
+    proc.refused = None
+    refuse("interpreter_start", Stop("second"))
+    assert proc.refused == "second"
+    assert capsys.readouterr().err.count("NCCL profile not applied") == 1

@@ -8,7 +8,6 @@ by the plain tier; tests/unit/inproc/test_doors.py and test_handoff.py prove the
 
 from __future__ import annotations
 
-import ctypes  # noqa: F401  (loaded, as torch loads it: the library is configured at apply, whichever test runs first)
 import json
 import os
 import resource
@@ -322,7 +321,9 @@ def test_a_failure_after_the_write_puts_the_environment_back_exactly(proc, tmp_p
         resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
         signal.signal(signal.SIGXFSZ, old_handler)
     assert dict(os.environ) == before
-    assert not STATE.active and STATE.data is None and STATE.saved_before == {} and STATE.audit is None
+    assert not STATE.active and STATE.data is None and STATE.saved_before == {}
+    # The writer stays for the door's refusal record (the launch directory exists).
+    assert STATE.audit is not None and STATE.audit.run_dir == run
 
 
 def test_a_value_the_environment_cannot_hold_refuses_before_the_audit_or_the_write(proc, tmp_path):

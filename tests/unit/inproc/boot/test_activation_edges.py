@@ -8,7 +8,6 @@ In-process on the real os.environ (support/inproc.py puts everything back).
 
 from __future__ import annotations
 
-import ctypes  # noqa: F401  (loaded, as torch loads it: the library is configured at apply)
 import json
 import os
 import sys

@@ -249,7 +249,7 @@ def sync_state(path, run_dir=None, rules=()):
 
 
 @pytest.mark.parametrize("rules", [(), tuple(RULES)])
-def test_sync_configures_a_library_ctypes_never_reached_and_records_it(
+def test_sync_configures_a_library_not_configured_yet_and_records_it(
     proc, library_here, lib, tmp_path, rules
 ):
     run = open_launch(str(tmp_path), {}, required=True)
@@ -415,3 +415,43 @@ def test_summary_line_keeps_letters_at_the_edges_and_a_lone_header():
     assert refusal.summary_line("X too large for NCCL_BUFFSIZE_MAX") == "X too large for NCCL_BUFFSIZE_MAX"
     assert refusal.summary_line(" - NCCL_MAX\n - more") == "NCCL_MAX ..."
     assert refusal.summary_line("1 problem(s); nothing was applied:") == "1 problem(s); nothing was applied:"
+
+
+def test_sync_withdraws_the_waiting_late_configuration_and_configures_once(proc, library_here, lib, monkeypatch):
+    """SGLang imported before anything imported ctypes: sync configures, and the ctypes trigger that was waiting
+    (activation armed it) is withdrawn first, so the binding's own `import ctypes` cannot configure it again."""
+    loaded = sys.modules["ctypes"]
+    monkeypatch.delitem(sys.modules, "ctypes")
+    STATE.active = True
+    native.start(desired(library_here), data_with(), None)
+    assert import_trigger._FINDER.callbacks["ctypes"] == [native._configure_late]
+    # The module back as it was (not imported again: that would fire the waiting configuration itself).
+    monkeypatch.setitem(sys.modules, "ctypes", loaded)
+    sync_state(library_here)
+    calls = []
+    real = type(lib.binding).configure_env
+    monkeypatch.setattr(type(lib.binding), "configure_env", lambda self, *a, **k: (calls.append(1), real(self, *a, **k)))
+    native.sync()
+    assert "ctypes" not in import_trigger._FINDER.callbacks and import_trigger._FINDER not in sys.meta_path
+    assert calls == [1] and STATE.env_control is lib.binding and STATE.refused is None
+
+
+def test_sync_registers_the_flush_at_exit_once_with_the_binding(proc, library_here, lib, monkeypatch):
+    import atexit
+
+    registered = []
+    monkeypatch.setattr(atexit, "register", lambda fn, *args: registered.append((fn, args)))
+    sync_state(library_here)
+    native.sync()
+    native.sync()
+    assert registered == [(native._flush, (lib.binding,))]
+
+
+def test_the_late_configurations_fault_point_refuses_at_its_door(proc, library_here, monkeypatch):
+    """The documented test-only fault step `native.late` (docs/fail-closed.md) fails after the configuration."""
+    from sglang_eagle_nccl.contract.names import ENV_TEST_FAULT
+
+    late_state(library_here)
+    monkeypatch.setenv(ENV_TEST_FAULT, "native.late")
+    native._configure_late(None)
+    assert STATE.refused is not None and "test fault injected at native.late" in STATE.refused
