@@ -138,11 +138,20 @@ def test_audit_of_a_launch_with_a_hostile_host_record(world):
 
 
 def test_activation_lines_escape_the_profile_and_group_names(world):
+    # Accepted: no "applied" line at interpreter start any more (a later door may still refuse); the group
+    # warning is the line activation shows. Refused: the one "not applied" line names the hostile path, values
+    # and group label, escaped.
     env = {**_env(world["base"]), "SGLANG_EAGLE_NCCL": str(world["good"])}
     done = subprocess.run([sys.executable, "-c", "pass"], env=env, capture_output=True, timeout=60)
     err = done.stderr.decode("utf-8", "surrogateescape")
     assert done.returncode == 0, err
-    assert "applied" in err and "warning: groups.tp" in err, err
+    assert "warning: groups.tpx" in err and "applied" not in err, err
     assert raw_unsafe(err) == [], err
-    # One line per message: the name's escaped line break cannot start a forged line.
-    assert all(line.startswith("[sglang-eagle-nccl]") for line in err.splitlines()), err
+    env["SGLANG_EAGLE_NCCL"] = str(world["bad"])
+    done = subprocess.run([sys.executable, "-c", "import sglang_eagle_nccl"], env=env, capture_output=True, timeout=60)
+    refused = done.stderr.decode("utf-8", "surrogateescape")
+    assert "not applied" in refused and ESCAPED in refused, refused
+    assert raw_unsafe(refused) == [], refused
+    for text in (err, refused):
+        # One line per message: the name's escaped line break cannot start a forged line.
+        assert all(line.startswith("[sglang-eagle-nccl]") for line in text.splitlines()), text
