@@ -29,7 +29,14 @@ from typing import Any
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.inproc.boot.state import STATE, record
-from sglang_eagle_nccl.inproc.hooks import hook_cli, hook_groups, hook_launcher, hook_ray, hook_workers
+from sglang_eagle_nccl.inproc.hooks import (
+    hook_cli,
+    hook_groups,
+    hook_launcher,
+    hook_ledger,
+    hook_ray,
+    hook_workers,
+)
 from sglang_eagle_nccl.inproc.hooks.patching import bind
 
 TYPE_CHECKING = False
@@ -52,6 +59,8 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "ray_scheduler_actors": hook_ray.scheduler_actors,
     "ray_engine_actor": hook_ray.engine_actor,
     "ray_actor_options": hook_ray.actor_options,
+    # The phase ledger's hooks (installed only when it is on; run by hook_ledger.run_ledger_hook).
+    **hook_ledger.HANDLERS,
 }
 
 

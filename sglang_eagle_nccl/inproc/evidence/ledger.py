@@ -1,0 +1,184 @@
+"""The phase ledger inside one SGLang process: counts per key, flushed to the launch directory.
+
+Opt-in (policy ``ledger``, ``SGLANG_EAGLE_NCCL_LEDGER=1``, ``--nccl-ledger``): when off, the
+hooks that feed it are not even installed (``when = "ledger"`` in the manifests), so a process
+without the ledger runs SGLang's collectives untouched.
+
+Aggregation rule: a collective adds 1 to the count of its key, the key being the current step
+context (phase, mode, batch, tokens: set by the forward-pass hooks, innermost wins) plus the
+collective's own fields (op, group, ranks, bytes, dtype, implementation); a step adds 1 to its
+context's count when the forward returns. Nothing else changes a count; a count never goes down.
+Two threads never share a context (the context is thread-local; SGLang's overlap scheduler runs
+forwards in a thread of its own), and the counts are updated under one lock.
+
+Writing (:mod:`sglang_eagle_nccl.contract.ledger` says what a reader may rely on): at a flush,
+one line per key whose count changed since the last flush, with the cumulative count, appended
+with one ``os.write`` each. Flushes happen at exit (``atexit``), on demand (:func:`flush`), and at
+the end of a forward when :data:`FLUSH_INTERVAL_S` has passed since the last one -- SGLang ends
+its schedulers with signals, and a process killed before ``atexit`` still leaves what it counted
+up to its last few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from sglang_eagle_nccl.contract import ledger as contract
+from sglang_eagle_nccl.contract.jsonlight import dumps
+
+FLUSH_INTERVAL_S = 2.0
+
+
+class Ledger:
+    """Counts per key (the deciding part) and the file they go to (the doing part)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple, int] = {}
+        self.fields: dict[tuple, dict[str, Any]] = {}
+        self._written: dict[tuple, int] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._fd: int | None = None
+        self._path: str | None = None
+        self._header: dict[str, Any] | None = None
+        # Where the file goes is known only once the process joined its launch (the audit
+        # writer attaches after SGLang is imported): asked at each flush until it answers.
+        self._locate: Any = None
+        self._last_flush = time.monotonic()
+        self.failure: str | None = None
+        # The models' shapes ("target" / "draft": layers, hidden size), learnt at their first forward
+        # and written in a process line, so the screen can say "per layer".
+        self.models: dict[str, dict[str, Any]] = {}
+        self._models_written: dict[str, dict[str, Any]] = {}
+
+    # --- context ---------------------------------------------------------------------------
+
+    def _stack(self) -> list[list[Any]]:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def context(self) -> list[Any] | None:
+        """The innermost step context of this thread: [phase, mode, batch, tokens], or None."""
+        stack = self._stack()
+        return stack[-1] if stack else None
+
+    def enter(self, phase: str, mode: str, batch: int | None, tokens: int | None) -> list[Any]:
+        ctx = [phase, mode, batch, tokens]
+        self._stack().append(ctx)
+        return ctx
+
+    def leave(self, ctx: list[Any], *, completed: bool) -> None:
+        """End a step context; a completed one counts as one step (of the mode it ended in)."""
+        stack = self._stack()
+        if stack and stack[-1] is ctx:
+            stack.pop()
+        if completed:
+            self.add("step", dict(zip(contract.STEP_KEY, ctx, strict=True)))
+
+    def mark_replay(self, runner: str) -> None:
+        """The current forward replays a CUDA graph: it counts as a replay step, and once as a replay."""
+        ctx = self.context()
+        if ctx is None:
+            ctx = [contract.OUTSIDE, "replay", None, None]
+        else:
+            ctx[1] = "replay"
+        self.add("replay", {**dict(zip(contract.STEP_KEY, ctx, strict=True)), "runner": runner})
+
+    # --- counting ----------------------------------------------------------------------------
+
+    def add(self, kind: str, fields: dict[str, Any]) -> None:
+        line = {"kind": kind, **fields}
+        key = contract.key_of(line)
+        with self._lock:
+            n = self.counts.get(key)
+            if n is None:
+                self.fields[key] = line
+                self.counts[key] = 1
+            else:
+                self.counts[key] = n + 1
+
+    def collective(self, op: str, group: str, ranks: int, nbytes: int, dtype: str, impl: str, mode: str | None = None) -> None:
+        ctx = self.context()
+        phase, ctx_mode, batch, tokens = ctx if ctx is not None else (contract.OUTSIDE, "eager", None, None)
+        self.add("collective", {
+            "phase": phase, "mode": mode or ctx_mode, "batch": batch, "tokens": tokens, "op": op, "group": group,
+            "ranks": ranks, "bytes": nbytes, "dtype": dtype, "impl": impl,
+        })
+
+    def lines(self, *, changed_only: bool) -> list[dict[str, Any]]:
+        """The lines a flush writes: every key (or only those changed since the last flush)."""
+        with self._lock:
+            items = list(self.counts.items())
+        out = []
+        for key, n in items:
+            if changed_only and self._written.get(key) == n:
+                continue
+            out.append({**self.fields[key], "count": n})
+        return out
+
+    # --- the file ------------------------------------------------------------------------------
+
+    def attach(self, locate: Any) -> None:
+        """``locate()`` answers ``(run_dir, header)`` once the process has a launch directory, else None."""
+        self._locate = locate
+
+    def flush(self) -> bool:
+        """Append the changed counts to this process's ledger file; False when nothing could be written."""
+        if self._path is None and self._locate is not None:
+            found = self._locate()
+            if found is not None:
+                self._path, header = found
+                self._header = {"kind": "process", **header}
+        if self._path is None:
+            return False
+        with self._lock:
+            pending = [(k, n) for k, n in self.counts.items() if self._written.get(k) != n]
+        try:
+            if self._fd is None:
+                from sglang_eagle_nccl.contract.launch_dir import file_stem, open_record_file
+
+                self._fd = open_record_file(self._path, contract.file_name(file_stem()))
+                os.write(self._fd, (dumps(self._header) + "\n").encode())
+            if self.models != self._models_written:
+                models = {k: dict(v) for k, v in self.models.items()}
+                os.write(self._fd, (dumps({**(self._header or {}), "models": models}) + "\n").encode())
+                self._models_written = models
+            for key, n in pending:
+                os.write(self._fd, (dumps({**self.fields[key], "count": n}) + "\n").encode())
+                self._written[key] = n
+        except Exception as exc:  # noqa: BLE001 - the ledger never takes SGLang down
+            self.failure = repr(exc)
+            self._path = self._locate = None
+            return False
+        self._last_flush = time.monotonic()
+        return True
+
+    def maybe_flush(self) -> None:
+        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
+            self._last_flush = time.monotonic()
+            self.flush()
+
+
+LEDGER = Ledger()
+_started = False
+
+
+def start(locate: Any) -> None:
+    """Turn the ledger's file on in this process (idempotent): flushed at exit from now on."""
+    global _started
+    LEDGER.attach(locate)
+    if not _started:
+        import atexit
+
+        atexit.register(LEDGER.flush)
+        _started = True
+
+
+def flush() -> bool:
+    """Write what this process counted so far (on demand)."""
+    return LEDGER.flush()
