@@ -93,11 +93,14 @@ class Ledger:
 
     def add(self, kind: str, fields: dict[str, Any]) -> None:
         line = {"kind": kind, **fields}
-        key = contract.key_of(line)
+        self._bump(contract.key_of(line), line)
+
+    def _bump(self, key: tuple, line: Any) -> None:
+        """Count ``key`` once more; ``line`` (its fields, or a function making them) is kept the first time."""
         with self._lock:
             n = self.counts.get(key)
             if n is None:
-                self.fields[key] = line
+                self.fields[key] = line() if callable(line) else line
                 self.counts[key] = 1
             else:
                 self.counts[key] = n + 1
@@ -105,9 +108,12 @@ class Ledger:
     def collective(self, op: str, group: str, ranks: int, nbytes: int, dtype: str, impl: str, mode: str | None = None) -> None:
         ctx = self.context()
         phase, ctx_mode, batch, tokens = ctx if ctx is not None else (contract.OUTSIDE, "eager", None, None)
-        self.add("collective", {
-            "phase": phase, "mode": mode or ctx_mode, "batch": batch, "tokens": tokens, "op": op, "group": group,
-            "ranks": ranks, "bytes": nbytes, "dtype": dtype, "impl": impl,
+        mode = mode or ctx_mode
+        # The key in contract.key_of's order, built directly: this runs once per collective.
+        key = ("collective", phase, mode, batch, tokens, op, group, ranks, nbytes, dtype, impl)
+        self._bump(key, lambda: {
+            "kind": "collective", "phase": phase, "mode": mode, "batch": batch, "tokens": tokens, "op": op,
+            "group": group, "ranks": ranks, "bytes": nbytes, "dtype": dtype, "impl": impl,
         })
 
     def lines(self, *, changed_only: bool) -> list[dict[str, Any]]:

@@ -154,8 +154,23 @@ def _backend_impl(group: Any) -> str:
     return {"gloo": "gloo", "nccl": "torch_nccl"}.get(backend, "torch")
 
 
+_cpu_impls: dict[tuple[int, Any], str] = {}
+
+
 def _cpu_impl(group: Any, tensor: Any) -> str:
-    """SGLang's own CPU choice: its shared-memory collective when ``is_shm_available`` says so."""
+    """SGLang's own CPU choice: its shared-memory collective when ``is_shm_available`` says so.
+
+    That choice is a function of the dtype and the group's sizes, and the device group's backend
+    never changes: asked once per group and dtype (the group is alive as long as SGLang holds it,
+    so its ``id`` is not reused meanwhile)."""
+    key = (id(group), tensor.dtype)
+    impl = _cpu_impls.get(key)
+    if impl is None:
+        impl = _cpu_impls[key] = _cpu_impl_uncached(group, tensor)
+    return impl
+
+
+def _cpu_impl_uncached(group: Any, tensor: Any) -> str:
     shm = getattr(sys.modules.get(type(group).__module__), "is_shm_available", None)
     if shm is not None:
         try:

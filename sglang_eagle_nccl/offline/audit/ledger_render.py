@@ -52,7 +52,7 @@ def _per_step_text(line: Line, nbytes: int, layers: int | None) -> str:
     if lo != hi:
         return f"{lo:g}–{hi:g} {many} per step"
     n = lo
-    if n.is_integer() and layers and n >= layers:
+    if n.is_integer() and layers and layers > 1 and n >= layers:
         per_layer, rest = divmod(int(n), layers)
         tail = f" + {rest}" if rest else ""
         return f"{per_layer} {one if per_layer == 1 else many} per layer (× {layers} layers{tail}) = {int(n)} per step"
