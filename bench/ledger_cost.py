@@ -15,7 +15,8 @@ object that answers like an SGLang group coordinator of 2 ranks on a real (1-pro
 
 - ``per_collective_ns``: wrapped ``all_reduce`` minus the bare method (median of rounds);
 - ``per_step_ns``: a decode step of the CPU tiny model (one ``ModelRunner.forward`` with 5
-  all-reduces and 1 all-gather, as the ledger of the e2e engine counts them) wrapped, minus bare;
+  all-reduces and 1 all-gather, as the ledger of the e2e engine counts them) wrapped, minus bare,
+  including the flush every step ends with (one ``os.write`` of the changed lines);
 - ``flush_ms``: one flush of a ledger holding ``KEYS`` keys to a launch directory.
 
     python bench/ledger_cost.py [--json] [--rounds N] [--calls N]
@@ -119,6 +120,12 @@ def main() -> int:
     from sglang_eagle_nccl.inproc.evidence.ledger import LEDGER, Ledger
 
     bare, wrapped = _setup()
+    # The process ledger writes to a launch directory, as in SGLang's schedulers: every step's flush
+    # (one write of the lines that changed) is part of the per-step figure.
+    from sglang_eagle_nccl.contract.launch_dir import identity
+
+    step_dir = tempfile.mkdtemp(prefix="ledger-bench-steps-")
+    LEDGER.attach(lambda: (step_dir, {"identity": identity()}))
     t = torch.zeros(1, 64, dtype=torch.bfloat16)
     ctx = LEDGER.enter("decode", "eager", 1, 1)
     coll_bare, coll_on = [], []
@@ -135,8 +142,6 @@ def main() -> int:
 
     ledger = Ledger()
     run_dir = tempfile.mkdtemp(prefix="ledger-bench-")
-    from sglang_eagle_nccl.contract.launch_dir import identity
-
     ledger.attach(lambda: (run_dir, {"identity": identity()}))
     for i in range(KEYS):
         ledger.collective("all_reduce", "tp:0", 2, 128 * (i + 1), "bfloat16", "gloo")

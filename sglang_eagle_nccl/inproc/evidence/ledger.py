@@ -12,24 +12,22 @@ Two threads never share a context (the context is thread-local; SGLang's overlap
 forwards in a thread of its own), and the counts are updated under one lock.
 
 Writing (:mod:`sglang_eagle_nccl.contract.ledger` says what a reader may rely on): at a flush,
-one line per key whose count changed since the last flush, with the cumulative count, appended
-with one ``os.write`` each. Flushes happen at exit (``atexit``), on demand (:func:`flush`), and at
-the end of a forward when :data:`FLUSH_INTERVAL_S` has passed since the last one -- SGLang ends
-its schedulers with signals, and a process killed before ``atexit`` still leaves what it counted
-up to its last few seconds.
+one line per key whose count changed since the last flush, with the cumulative count, all
+appended in one ``os.write`` of whole lines. Flushes happen at the end of every forward pass that
+counted something (SGLang ends its schedulers with SIGKILL -- ``kill_process_tree`` -- so
+``atexit`` never runs there: a step's counts are on disk before its results leave the process),
+at exit where there is one (``atexit``), and on demand (:func:`flush`). Each key's line is
+serialised once; a flush appends numbers to those prefixes (measured by bench/ledger_cost.py).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
 from typing import Any
 
 from sglang_eagle_nccl.contract import ledger as contract
 from sglang_eagle_nccl.contract.jsonlight import dumps
-
-FLUSH_INTERVAL_S = 2.0
 
 
 class Ledger:
@@ -38,7 +36,9 @@ class Ledger:
     def __init__(self) -> None:
         self.counts: dict[tuple, int] = {}
         self.fields: dict[tuple, dict[str, Any]] = {}
-        self._written: dict[tuple, int] = {}
+        self._dirty: set[tuple] = set()
+        # Each key's line up to its count (``{...,"count":``), serialised once: a flush only appends numbers.
+        self._prefix: dict[tuple, bytes] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
         self._fd: int | None = None
@@ -47,7 +47,6 @@ class Ledger:
         # Where the file goes is known only once the process joined its launch (the audit
         # writer attaches after SGLang is imported): asked at each flush until it answers.
         self._locate: Any = None
-        self._last_flush = time.monotonic()
         self.failure: str | None = None
         # The models' shapes ("target" / "draft": layers, hidden size), learnt at their first forward
         # and written in a process line, so the screen can say "per layer".
@@ -104,6 +103,7 @@ class Ledger:
                 self.counts[key] = 1
             else:
                 self.counts[key] = n + 1
+            self._dirty.add(key)
 
     def collective(self, op: str, group: str, ranks: int, nbytes: int, dtype: str, impl: str, mode: str | None = None) -> None:
         ctx = self.context()
@@ -115,17 +115,6 @@ class Ledger:
             "kind": "collective", "phase": phase, "mode": mode, "batch": batch, "tokens": tokens, "op": op,
             "group": group, "ranks": ranks, "bytes": nbytes, "dtype": dtype, "impl": impl,
         })
-
-    def lines(self, *, changed_only: bool) -> list[dict[str, Any]]:
-        """The lines a flush writes: every key (or only those changed since the last flush)."""
-        with self._lock:
-            items = list(self.counts.items())
-        out = []
-        for key, n in items:
-            if changed_only and self._written.get(key) == n:
-                continue
-            out.append({**self.fields[key], "count": n})
-        return out
 
     # --- the file ------------------------------------------------------------------------------
 
@@ -143,7 +132,8 @@ class Ledger:
         if self._path is None:
             return False
         with self._lock:
-            pending = [(k, n) for k, n in self.counts.items() if self._written.get(k) != n]
+            pending = [(k, self.counts[k]) for k in self._dirty]
+            self._dirty = set()
         try:
             if self._fd is None:
                 from sglang_eagle_nccl.contract.launch_dir import file_stem, open_record_file
@@ -154,19 +144,24 @@ class Ledger:
                 models = {k: dict(v) for k, v in self.models.items()}
                 os.write(self._fd, (dumps({**(self._header or {}), "models": models}) + "\n").encode())
                 self._models_written = models
-            for key, n in pending:
-                os.write(self._fd, (dumps({**self.fields[key], "count": n}) + "\n").encode())
-                self._written[key] = n
+            if pending:
+                out = []
+                for key, n in pending:
+                    prefix = self._prefix.get(key)
+                    if prefix is None:
+                        prefix = self._prefix[key] = (dumps(self.fields[key])[:-1] + ',"count":').encode()
+                    out.append(prefix + b"%d}\n" % n)
+                # One write of whole lines (O_APPEND): a line is never split between writes.
+                os.write(self._fd, b"".join(out))
         except Exception as exc:  # noqa: BLE001 - the ledger never takes SGLang down
             self.failure = repr(exc)
             self._path = self._locate = None
             return False
-        self._last_flush = time.monotonic()
         return True
 
     def maybe_flush(self) -> None:
-        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
-            self._last_flush = time.monotonic()
+        """After a forward pass: what it counted is on disk before SGLang sends its results on."""
+        if self._dirty:
             self.flush()
 
 

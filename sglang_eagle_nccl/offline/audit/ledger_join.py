@@ -179,8 +179,8 @@ def summarize(ledger: LaunchLedger, decide: Decide | None = None) -> LedgerView:
     return LedgerView(lines, steps, len(procs), models, list(ledger.unreadable))
 
 
-def native_decider(tuner_rules: list[Any]) -> tuple[Decide | None, str | None]:
-    """``decide`` backed by the shipped tuner library with the launch profile's rules, or why not."""
+def native_decider(tuner_rules: list[Any], lib: Any = None) -> tuple[Decide | None, str | None]:
+    """``decide`` backed by the shipped tuner library (or ``lib``) with the launch profile's rules, or why not."""
     from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_from_dict
     from sglang_eagle_nccl.native import library
 
@@ -189,11 +189,14 @@ def native_decider(tuner_rules: list[Any]) -> tuple[Decide | None, str | None]:
     except Exception as exc:  # noqa: BLE001 - the rules the launch recorded do not check out
         return None, f"the launch's tuner rules cannot be read: {exc}"
 
-    def decide(collective: str, nbytes: int, nranks: int, nnodes: int, group: str) -> dict[str, Any]:
-        return library.query_rules(rules, 6, collective, nbytes, nranks, nnodes, group).to_dict()
-
     try:
-        library.load()
+        native = lib if lib is not None else library.load()
+        native.configure_tuner(rules)
     except library.NativeUnavailable as exc:
         return None, f"the native tuner library is not available here ({exc}): no decision shown"
+
+    def decide(collective: str, nbytes: int, nranks: int, nnodes: int, group: str) -> dict[str, Any]:
+        # Tuner ABI v6 (NCCL 2.30+): the newest NCCL's view; the rules match the same way in every ABI.
+        return native.query_tuner(6, collective, nbytes, nranks, nnodes, group).to_dict()
+
     return decide, None

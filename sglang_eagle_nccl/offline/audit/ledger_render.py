@@ -119,16 +119,21 @@ def format_ledger(view: LedgerView, comms: dict[tuple[str, str], str] | None = N
 
 
 def comm_notes(report: Any) -> dict[tuple[str, str], str]:
-    """What the audit knows of each group's communicators, by (group unique name, implementation)."""
+    """What the audit knows of the NCCL communicators of each group, by (group unique name, implementation).
+
+    Only NCCL-carried implementations get a note (which communicator, created when, the profile's
+    verdict on it); a gloo or shared-memory line already says all there is."""
     out: dict[tuple[str, str], str] = {}
     for c in getattr(report, "communicators", []):
         name = c.unique_name or c.group
-        impls = ("pynccl",) if c.kind == "pynccl" else ("torch_nccl", "gloo", "torch")
+        if c.kind == "pynccl":
+            impl, what = "pynccl", "SGLang's PyNccl communicator, created eagerly with the group"
+        elif str(c.backend or "").lower() == "nccl":
+            impl, what = "torch_nccl", "torch's NCCL communicator of the group, created lazily at its first collective"
+        else:
+            continue
         mark = {"ok": "✓", "warn": "⚠", "fail": "✗"}.get(c.verdict, "–")
-        what = "PyNccl, created eagerly" if c.kind == "pynccl" else f"torch {c.backend or '?'} group, created lazily"
-        note = f"{what}, profile {mark}" + (f": {c.notes[0]}" if c.notes and c.verdict != "ok" else "")
-        for impl in impls:
-            out.setdefault((name, impl), note)
+        out.setdefault((name, impl), f"{what}, profile {mark}" + (f": {c.notes[0]}" if c.notes and c.verdict != "ok" else ""))
     return out
 
 
