@@ -14,7 +14,8 @@ Handler conventions (the manifest ``kind`` says which one a handler follows):
 
 ``arguments`` maps parameter names to values (bound from the real signature, so positional
 and keyword calls look the same). Only ``__init__`` methods, the launcher's env set-up, argument
-resolution and the CLI are hooked: never a collective, never a forward pass.
+resolution and the CLI are hooked: never a collective, never a forward pass -- except the phase
+ledger's hooks (``hook_ledger``), installed only when the ledger is on and run by their own runner.
 
 A bug in a before/after handler is reported and swallowed so it cannot take SGLang down;
 deliberate stops (ranks that disagree, a profile that cannot be applied) always propagate.
