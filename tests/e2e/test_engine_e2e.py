@@ -193,6 +193,15 @@ def test_launch_flags_on_sglangs_own_cli(models, e2e_env, tmp_path):
     _check_eagle(report)
     # The phase ledger, turned on by SGLang's own CLI flag: the phases this run went through.
     check_ledger(report.run_dirs, speculative="EAGLE3" if EAGLE else None, target=models[0], draft=models[1])
+    # The one screen, through the command users run: the ledger after the verdict, and in --json.
+    text = subprocess.run([EXE, "audit", str(audit_root), "--ledger"], capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stdout + text.stderr
+    screen = text.stdout[text.stdout.index("Phase ledger (2 processes"):].splitlines()
+    first = "target verify" if EAGLE else "decode"
+    assert screen[1].startswith(f"{first} (eager, "), screen
+    data = json.loads(subprocess.run([EXE, "audit", str(audit_root), "--json"], capture_output=True, text=True,
+                                     timeout=120).stdout)
+    assert data["ledger"]["processes"] == 2 and data["ledger"]["lines"][0]["phase"] == first
 
 
 ENGINE_SCRIPT = textwrap.dedent(

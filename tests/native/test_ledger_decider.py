@@ -34,3 +34,34 @@ def test_each_size_gets_the_rule_the_profile_states(lib, nbytes: int, collective
 def test_rules_that_do_not_check_out_give_a_note_not_an_answer(lib) -> None:
     decide, note = native_decider([{"collective": "allreduce", "bytes": [10, 5]}], lib)
     assert decide is None and "cannot be read" in note
+
+
+def test_a_group_rule_answers_only_for_its_group(lib) -> None:
+    rules = [{"collective": "allreduce", "bytes": [0, 1024], "group": "tp", "algorithm": "tree", "protocol": "Simple"}]
+    decide, _ = native_decider(rules, lib)
+    assert decide("AllReduce", 256, 2, 1, "tp")["answer"].endswith("Tree/Simple")
+    assert decide("AllReduce", 256, 2, 1, "attn_tp")["answer"] == "no rule: NCCL decides"
+
+
+def test_the_given_library_is_the_one_asked(lib) -> None:
+    asked: list[str] = []
+
+    class Recording:
+        """The session's real library, noting each call (which library the decider uses is the point)."""
+
+        def configure_tuner(self, rules):
+            asked.append("configure")
+            return lib.configure_tuner(rules)
+
+        def query_tuner(self, *args):
+            asked.append("query")
+            return lib.query_tuner(*args)
+
+    decide, _ = native_decider([], Recording())
+    assert decide("AllReduce", 256, 2, 1, "tp")["answer"] == "no rule: NCCL decides"
+    assert asked == ["configure", "query"]
+
+
+def test_bad_rules_name_where_they_come_from(lib) -> None:
+    _, note = native_decider([{"collective": "allreduce", "bytes": [10, 5]}], lib)
+    assert "the launch profile" in note

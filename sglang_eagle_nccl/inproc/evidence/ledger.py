@@ -30,6 +30,11 @@ from sglang_eagle_nccl.contract import ledger as contract
 from sglang_eagle_nccl.contract.jsonlight import dumps
 
 
+def _step_fields(ctx: list[Any]) -> dict[str, Any]:
+    phase, mode, batch, tokens = ctx
+    return {"phase": phase, "mode": mode, "batch": batch, "tokens": tokens}
+
+
 class Ledger:
     """Counts per key (the deciding part) and the file they go to (the doing part)."""
 
@@ -77,7 +82,7 @@ class Ledger:
         if stack and stack[-1] is ctx:
             stack.pop()
         if completed:
-            self.add("step", dict(zip(contract.STEP_KEY, ctx, strict=True)))
+            self.add("step", _step_fields(ctx))
 
     def mark_replay(self, runner: str) -> None:
         """The current forward replays a CUDA graph: it counts as a replay step, and once as a replay."""
@@ -86,7 +91,7 @@ class Ledger:
             ctx = [contract.OUTSIDE, "replay", None, None]
         else:
             ctx[1] = "replay"
-        self.add("replay", {**dict(zip(contract.STEP_KEY, ctx, strict=True)), "runner": runner})
+        self.add("replay", {**_step_fields(ctx), "runner": runner})
 
     # --- counting ----------------------------------------------------------------------------
 

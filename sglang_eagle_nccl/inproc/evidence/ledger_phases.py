@@ -3,16 +3,16 @@
 Rule: the phase is a function of the forward mode's *name* (``ForwardBatch.forward_mode.name``) and
 of whether the model runner is a draft runner (``ModelRunner.is_draft_worker``), nothing else:
 
-- ``TARGET_VERIFY`` is the target verify, whoever runs it;
 - ``DRAFT_EXTEND`` (SGLang <= 0.5.x before the v2 worker) and ``DRAFT_EXTEND_V2`` (0.5.23) are
   the draft extend;
 - an extend-like mode (``EXTEND``, ``SPLIT_PREFILL``, ``PREBUILT``, ``DLLM_EXTEND``) is the draft
-  extend on a draft runner, else the extend (prefill); ``MIXED`` (chunked prefill with decode
-  requests in one batch) is ``mixed``;
+  extend on a draft runner, else the extend (prefill);
 - ``DECODE`` is the draft decode on a draft runner, else the decode;
-- ``IDLE`` is idle (a data-parallel rank with nothing to run still joins the collectives);
-- any other name is shown as it is (lower case, ``_`` as spaces): a release that adds a mode
-  gets a phase of its own on the screen, never a guess among the known ones.
+- any other name is shown as it is (lower case, ``_`` as spaces), whoever runs it:
+  ``TARGET_VERIFY`` is the target verify, ``MIXED`` (chunked prefill with decode requests in one
+  batch) is mixed, ``IDLE`` is idle (a data-parallel rank with nothing to run still joins the
+  collectives), and a release that adds a mode gets a phase of its own on the screen, never a
+  guess among the known ones.
 
 Each release names its modes in ``srt/model_executor/forward_batch_info.py`` (``class
 ForwardMode``); the names above cover 0.4.3 -> 0.5.23 (``tests/matrix`` reads them from the wheels).
@@ -31,16 +31,12 @@ def phase_of(mode_name: "str | None", is_draft: bool) -> str:
     """The phase of a forward in mode ``mode_name`` run by a draft runner (``is_draft``) or not."""
     if not mode_name:
         return OUTSIDE
-    if mode_name == "TARGET_VERIFY":
-        return "target verify"
     if mode_name in _DRAFT_EXTEND:
         return "draft extend"
     if mode_name in _EXTEND_LIKE:
         return "draft extend" if is_draft else "extend"
-    if mode_name == "MIXED":
-        return "mixed"
     if mode_name == "DECODE":
         return DRAFT_DECODE if is_draft else "decode"
-    if mode_name == "IDLE":
-        return "idle"
+    # TARGET_VERIFY, MIXED, IDLE and any mode a release adds: its own name (the first three are the
+    # screen's "target verify", "mixed" and "idle").
     return mode_name.lower().replace("_", " ")

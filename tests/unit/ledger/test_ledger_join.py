@@ -167,3 +167,29 @@ def test_only_nccl_communicators_get_a_note() -> None:
     assert set(got) == {("tp:0", "torch_nccl"), ("tp:0", "pynccl")}
     assert got[("tp:0", "torch_nccl")].endswith("created lazily at its first collective, profile ✓")
     assert got[("tp:0", "pynccl")].endswith("profile ✗: NCCL_PROTO=Simple, expected LL")
+
+
+def test_the_json_form_of_a_line_and_a_view() -> None:
+    ledger = _ledger(_file(1, [_step("decode", 2), _coll("decode", 5), _step("extend", 3), _coll("extend", 1)]),
+                     _file(2, [_step("decode", 3), _coll("decode", 5), _coll("decode", 1, nbytes=8, mode="capture")]))
+    view = summarize(ledger, lambda c, b, r, n, g: {"answer": f"{b}"})
+    got = view.to_dict()
+    assert got["processes"] == 2 and got["unreadable"] == [] and got["decision_note"] is None
+    assert got["steps"][0] == {"phase": "decode", "mode": "eager", "batch": 1, "tokens": 3, "per_process": [2, 3],
+                               "replays": []}
+    assert got["lines"][0] == {
+        "phase": "decode", "mode": "eager", "batch": 1, "tokens": 3, "op": "all_reduce", "group": "tp:0",
+        "impl": "pynccl", "implementation": "PyNccl", "ranks": 2, "dtype": "bfloat16", "nccl": True, "exact": False,
+        "sizes": [{"bytes": 384, "calls_per_step": [1.667, 2.5], "totals": [5, 5], "decision": {"answer": "384"}}],
+    }
+    extend = [x for x in got["lines"] if x["phase"] == "extend"][0]
+    assert extend["sizes"][0]["calls_per_step"] == 0.333 and extend["exact"] is True
+    capture = [x for x in got["lines"] if x["mode"] == "capture"][0]
+    assert capture["sizes"][0]["calls_per_step"] is None and capture["sizes"][0]["totals"] == [1]
+
+
+def test_whole_ratios_are_whole_numbers() -> None:
+    ledger = _ledger(_file(1, [_step("decode", 2), _coll("decode", 6), _coll("decode", 5, impl="gloo")]))
+    by = {x["impl"]: x["sizes"][0]["calls_per_step"] for x in summarize(ledger).to_dict()["lines"]}
+    assert by == {"pynccl": 3, "gloo": 2.5} and isinstance(by["pynccl"], int)
+    assert [x["nccl"] for x in summarize(ledger).to_dict()["lines"]] == [False, True]

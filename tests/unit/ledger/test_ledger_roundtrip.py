@@ -136,3 +136,28 @@ def test_nothing_is_written_before_the_process_has_a_launch_directory(run_dir: s
     where.append((run_dir, {"identity": identity()}))
     assert ledger.flush()
     assert read_ledger([run_dir]).files == 1
+
+
+def test_contexts_nest_and_the_innermost_counts(run_dir: str) -> None:
+    ledger = Ledger()
+    outer = ledger.enter("target verify", "eager", 1, 2)
+    inner = ledger.enter("draft decode", "eager", 1, 1)
+    ledger.collective("all_reduce", "tp:0", 2, 128, "bfloat16", "gloo")
+    ledger.leave(inner, completed=True)
+    assert ledger.context() is outer
+    ledger.collective("all_reduce", "tp:0", 2, 256, "bfloat16", "gloo")
+    ledger.leave(outer, completed=False)
+    assert ledger.context() is None
+    phases = sorted((f["kind"], f["phase"], f.get("bytes")) for f in ledger.fields.values())
+    assert phases == [("collective", "draft decode", 128), ("collective", "target verify", 256),
+                      ("step", "draft decode", None)]
+
+
+def test_outside_a_forward_a_collective_is_eager_and_a_replay_is_counted(run_dir: str) -> None:
+    ledger = Ledger()
+    ledger.collective("broadcast", "tp:0", 2, 8, "int64", "gloo")
+    ledger.collective("all_reduce", "tp:0", 2, 8, "bfloat16", "pynccl", "capture")
+    ledger.mark_replay("FullCudaGraphBackend")
+    got = sorted((f["kind"], f["phase"], f["mode"], f.get("runner")) for f in ledger.fields.values())
+    assert got == [("collective", contract.OUTSIDE, "capture", None), ("collective", contract.OUTSIDE, "eager", None),
+                   ("replay", contract.OUTSIDE, "replay", "FullCudaGraphBackend")]
