@@ -4,11 +4,11 @@ read here from the profile's own TOML, and "NCCL decides" outside every rule."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
 
+from sglang_eagle_nccl.knowledge._toml import loads as toml_loads
 from sglang_eagle_nccl.offline.audit.ledger_join import native_decider
 from sglang_eagle_nccl.profile.resolve import resolve
 
@@ -18,7 +18,7 @@ TOML = Path(__file__).resolve().parents[2] / "sglang_eagle_nccl" / "profile" / "
 @pytest.mark.parametrize("nbytes", [0, 256, 43008, 524287, 524288, 16 << 20])
 @pytest.mark.parametrize("collective", ["AllReduce", "AllGather"])
 def test_each_size_gets_the_rule_the_profile_states(lib, nbytes: int, collective: str) -> None:
-    (rule,) = tomllib.loads(TOML.read_text())["tuner"]["rules"]
+    (rule,) = toml_loads(TOML.read_text())["tuner"]["rules"]
     lo, hi = rule["bytes"]
     profile = resolve(["pcie-8gpu-eagle"], use_environ=False).profile
     decide, note = native_decider([dict(r) for r in profile.tuner_rules], lib)
