@@ -62,10 +62,13 @@ def check_ledger(run_dirs: list[str], *, speculative: str | None, target: Path, 
         (decode,) = [line for line in all_reduces if line.phase == "decode" and line.batch == 1]
         assert set(decode.totals) == {sizes["decode step (without speculation)"]}, decode.to_dict()
         if new_tokens is not None:  # one request and nothing else (an Engine; a server also warms up)
-            assert decode.totals == {sizes["decode step (without speculation)"]: [
-                (2 * layers + 1) * (new_tokens - 1)] * 2}, decode.to_dict()
+            # The first token comes from the prefill: new_tokens - 1 decode forwards, one more where the
+            # overlap scheduler runs a step ahead and drops its result (SGLang 0.5.4 on CPU; 0.5.23 does not).
             steps = {(s.phase, s.tokens): s.per_process for s in view.steps}
-            assert steps[("decode", 1)] == [new_tokens - 1] * 2, steps  # the first token comes from the prefill
+            (n,) = set(steps[("decode", 1)])
+            assert n in (new_tokens - 1, new_tokens), steps
+            assert decode.totals == {sizes["decode step (without speculation)"]: [(2 * layers + 1) * n] * 2}, \
+                decode.to_dict()
     else:
         # SGLang 0.5.23's speculative (v2) worker: extend, target verify, draft extend; no plain decode.
         assert {"extend", "target verify", "draft extend"} <= phases, phases
