@@ -65,3 +65,8 @@ def test_the_given_library_is_the_one_asked(lib) -> None:
 def test_bad_rules_name_where_they_come_from(lib) -> None:
     _, note = native_decider([{"collective": "allreduce", "bytes": [10, 5]}], lib)
     assert "the launch profile" in note
+
+
+def test_without_a_library_given_the_installed_one_answers(lib) -> None:
+    decide, note = native_decider([])
+    assert note is None and decide("AllReduce", 256, 2, 1, "tp")["answer"] == "no rule: NCCL decides"

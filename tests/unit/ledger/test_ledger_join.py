@@ -193,3 +193,48 @@ def test_whole_ratios_are_whole_numbers() -> None:
     by = {x["impl"]: x["sizes"][0]["calls_per_step"] for x in summarize(ledger).to_dict()["lines"]}
     assert by == {"pynccl": 3, "gloo": 2.5} and isinstance(by["pynccl"], int)
     assert [x["nccl"] for x in summarize(ledger).to_dict()["lines"]] == [False, True]
+
+
+def test_inside_a_context_lines_sort_by_op_group_and_implementation() -> None:
+    lines = [_coll("decode", 1, op="all_reduce", group="tp:0", impl="pynccl"),
+             _coll("decode", 1, op="all_reduce", group="tp:0", impl="ca"),
+             _coll("decode", 1, op="all_reduce", group="attn_tp:0", impl="pynccl"),
+             _coll("decode", 1, op="all_gather", group="tp:0", impl="pynccl")]
+    got = [(x.op, x.group, x.impl) for x in summarize(_ledger(_file(1, lines[::-1]))).lines]
+    assert got == [("all_gather", "tp:0", "pynccl"), ("all_reduce", "attn_tp:0", "pynccl"),
+                   ("all_reduce", "tp:0", "ca"), ("all_reduce", "tp:0", "pynccl")]
+
+
+def test_steps_sort_like_the_screen_and_a_replay_alone_has_no_steps() -> None:
+    ledger = _ledger(_file(1, [
+        _step("decode", 2), _step("target verify", 1), _step("decode", 1, batch=None, tokens=None),
+        _step("decode", 1, mode="some new mode"), _step("decode", 1, tokens=None),
+        {"kind": "replay", "phase": "decode", "mode": "replay", "batch": 8, "tokens": 8, "runner": "A", "count": 2},
+        {"kind": "replay", "phase": "decode", "mode": "replay", "batch": 8, "tokens": 8, "runner": "B", "count": 3},
+    ]))
+    got = [(s.phase, s.mode, s.batch, s.tokens, s.per_process, s.replays) for s in summarize(ledger).steps]
+    assert got == [
+        ("target verify", "eager", 1, 3, [1], []),
+        ("decode", "eager", None, None, [1], []),
+        ("decode", "eager", 1, None, [1], []),
+        ("decode", "eager", 1, 3, [2], []),
+        ("decode", "replay", 8, 8, [], [5]),
+        ("decode", "some new mode", 1, 3, [1], []),
+    ]
+
+
+def test_an_unknown_implementation_is_shown_by_its_name_and_missing_sizes_as_zero() -> None:
+    line = _coll("decode", 2, impl="future_impl")
+    other = _coll("decode", 1, impl="future_impl", nbytes=0)
+    del line["bytes"], line["ranks"], other["ranks"]
+    view = summarize(_ledger(_file(1, [_step("decode", 1), line, other])))
+    (got,) = view.to_dict()["lines"]
+    assert got["implementation"] == "future_impl" and got["ranks"] == 0
+    assert got["sizes"] == [{"bytes": 0, "calls_per_step": 3, "totals": [3], "decision": None}]
+    assert view.to_dict()["models"] == {}
+
+
+def test_the_view_carries_the_models() -> None:
+    ledger = _ledger(_file(1, [_step("decode", 1), _coll("decode", 1)]))
+    next(iter(ledger.processes.values())).models = {"target": {"layers": 3}}
+    assert summarize(ledger).to_dict()["models"] == {"target": {"layers": 3}}

@@ -5,6 +5,7 @@ here, whatever the flush points, the order of the lines, a duplicated file or a 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections import Counter
@@ -161,3 +162,61 @@ def test_outside_a_forward_a_collective_is_eager_and_a_replay_is_counted(run_dir
     got = sorted((f["kind"], f["phase"], f["mode"], f.get("runner")) for f in ledger.fields.values())
     assert got == [("collective", contract.OUTSIDE, "capture", None), ("collective", contract.OUTSIDE, "eager", None),
                    ("replay", contract.OUTSIDE, "replay", "FullCudaGraphBackend")]
+
+
+def test_the_writers_keys_are_the_contracts_keys(run_dir: str) -> None:
+    ledger = Ledger()
+    ctx = ledger.enter("decode", "eager", 4, 4)
+    ledger.collective("all_gather", "tp:0", 8, 4096, "float16", "torch_nccl")
+    ledger.mark_replay("BreakableCudaGraphBackend")
+    ledger.leave(ctx, completed=True)
+    ledger.leave(ctx, completed=False)  # a context already left: nothing to pop, nothing raised
+    assert ledger.counts and all(contract.key_of(ledger.fields[k]) == k for k in ledger.counts)
+    coll = next(f for f in ledger.fields.values() if f["kind"] == "collective")
+    assert (coll["ranks"], coll["dtype"], coll["bytes"], coll["impl"], coll["mode"]) == (8, "float16", 4096,
+                                                                                         "torch_nccl", "eager")
+
+
+def test_the_models_are_written_once_each_time_they_change(run_dir: str) -> None:
+    ledger = Ledger()
+    ledger.attach(lambda: (run_dir, {"identity": identity()}))
+    ledger.models["target"] = {"layers": 2, "hidden": 64}
+    ledger.collective("all_reduce", "tp:0", 2, 8, "float32", "gloo")
+    assert ledger.flush() and ledger.flush()
+    ledger.models["draft"] = {"layers": 1, "hidden": 64}
+    assert ledger.flush()
+    path = os.path.join(run_dir, contract.file_name(file_stem()))
+    lines = [json.loads(x) for x in open(path).read().splitlines()]
+    heads = [x for x in lines if x["kind"] == "process"]
+    assert [x.get("models") for x in heads] == [None, {"target": {"layers": 2, "hidden": 64}},
+                                                {"target": {"layers": 2, "hidden": 64},
+                                                 "draft": {"layers": 1, "hidden": 64}}]
+    (proc,) = read_ledger([run_dir]).processes.values()
+    assert proc.models == {"target": {"layers": 2, "hidden": 64}, "draft": {"layers": 1, "hidden": 64}}
+
+
+def test_the_file_stays_where_it_was_first_written(run_dir: str, tmp_path) -> None:
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    where = [run_dir]
+    ledger = Ledger()
+    ledger.attach(lambda: (where[0], {"identity": identity()}))
+    ledger.collective("all_reduce", "tp:0", 2, 8, "float32", "gloo")
+    assert ledger.flush()
+    where[0] = str(other)
+    ledger.collective("all_reduce", "tp:0", 2, 8, "float32", "gloo")
+    assert ledger.flush()
+    assert os.listdir(other) == []
+    (proc,) = read_ledger([run_dir]).processes.values()
+    assert list(proc.counts.values()) == [2]
+
+
+def test_after_a_failure_the_ledger_stops_writing_and_says_why(run_dir: str) -> None:
+    open(os.path.join(run_dir, contract.file_name(file_stem())), "w").write("planted\n")
+    ledger = Ledger()
+    ledger.attach(lambda: (run_dir, {"identity": identity()}))
+    ledger.collective("all_reduce", "tp:0", 2, 8, "float32", "gloo")
+    assert not ledger.flush()
+    assert "already exists" in ledger.failure
+    ledger.collective("all_reduce", "tp:0", 2, 8, "float32", "gloo")
+    assert not ledger.flush()
