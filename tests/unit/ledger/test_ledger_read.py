@@ -65,3 +65,48 @@ def test_a_launch_json_that_is_not_json_leaves_no_profile(tmp_path) -> None:
     (d / "launch.json").write_text("{not json")
     _write(d, "a", 1, [{**STEP, "count": 1}])
     assert read_ledger([str(d)]).profile == {}
+
+
+def test_a_symlinked_launch_json_is_not_followed(tmp_path) -> None:
+    d = _dir(tmp_path, "launch")
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"profile": {"tuner_rules": [{"collective": "allreduce"}]}}))
+    os.symlink(elsewhere, d / "launch.json")
+    _write(d, "a", 1, [{**STEP, "count": 1}])
+    assert read_ledger([str(d)]).profile == {}
+
+
+def test_a_launch_json_without_a_profile_object_leaves_none(tmp_path) -> None:
+    d = _dir(tmp_path, "launch")
+    (d / "launch.json").write_text(json.dumps({"profile": ["not", "an", "object"]}))
+    _write(d, "a", 1, [{**STEP, "count": 1}])
+    assert read_ledger([str(d)]).profile == {}
+
+
+def test_the_first_launch_json_read_is_kept(tmp_path) -> None:
+    a, b = _dir(tmp_path, "a"), _dir(tmp_path, "b")
+    (a / "launch.json").write_text(json.dumps({"profile": {"name": "first"}}))
+    (b / "launch.json").write_text(json.dumps({"profile": {"name": "second"}}))
+    assert read_ledger([str(b), str(a)]).profile == {"name": "first"}
+
+
+def test_zero_counts_blank_lines_and_line_numbers(tmp_path) -> None:
+    d = _dir(tmp_path, "launch")
+    head = {"kind": "process", "identity": {"host": "h", "boot_id": "b", "pidns": "1", "pid": 1, "start": "7"}}
+    path = d / contract.file_name("a")
+    path.write_text("\n".join([json.dumps(head), "", json.dumps({**STEP, "count": 0}), "{cut",
+                               json.dumps({**STEP, "tokens": 2, "count": 4})]) + "\n")
+    got = read_ledger([str(d)])
+    (proc,) = got.processes.values()
+    assert sorted(proc.counts.values()) == [0, 4]
+    assert len(got.unreadable) == 1 and got.unreadable[0].startswith(f"{path}:4: ")
+    assert proc.identity == head["identity"] and all("count" not in f for f in proc.lines.values())
+
+
+def test_invalid_utf8_is_replaced_not_fatal(tmp_path) -> None:
+    d = _dir(tmp_path, "launch")
+    _write(d, "a", 1, [{**STEP, "count": 2}])
+    with open(d / contract.file_name("a"), "ab") as f:
+        f.write(b'{"kind": "step", "phase": "\xff"}\n')
+    got = read_ledger([str(d)])
+    assert len(got.processes) == 1 and len(got.unreadable) == 1
