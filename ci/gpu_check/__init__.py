@@ -12,7 +12,9 @@ process added to the profile (default ``pcie-8gpu``):
       communicator;
   (b) a real SGLang engine (Engine API, plugin enabled by environment): tiny dummy-weight Llama
       target + EAGLE-3 draft from local configs, ``load_format=dummy``, ``skip_tokenizer_init``,
-      CUDA graphs on; a few requests, then shutdown;
+      CUDA graphs on, the phase ledger on (``SGLANG_EAGLE_NCCL_LEDGER=1``); a few requests, then
+      shutdown; the ledger must show the extend and target-verify steps and, on a GPU, CUDA-graph
+      replays (``ledger_check``);
   (c) every NCCL debug file parsed; per process, each profile variable NCCL reports must equal the
       profile and the plugin's audit of that pid (``sglang-eagle-nccl audit RUN --nccl-debug-dir
       DIR --json``), and NCCL must have run only in audited processes;
@@ -46,6 +48,7 @@ venv --wheels builds), including this package's own ``--child-engine`` mode and
   environment   the checked Python: overlay venv, what it has, what stops each step
   context       what the steps share: profile validation, the audit with its NCCL cross-check
   steps         (a) preflight, (b) engine
+  ledger_check  (b)'s phase ledger, judged (pure)
   native_step   (d) the native plugins in a one-rank communicator (child: one_rank_comm.py)
   engine_child  (b)'s child, run under the checked interpreter
   judging       pure judging of NCCL output against the audit; the exit status

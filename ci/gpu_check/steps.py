@@ -17,6 +17,7 @@ from gpu_check.common import (
 from gpu_check.context import Context, audit_and_parse, expected_env, merge
 from gpu_check.environment import missing_module_hint
 from gpu_check.judging import judge_nccl, scan_plugin_failures
+from gpu_check.ledger_check import judge_ledger
 from gpu_check.procs import run_logged
 
 # Step (b)'s requests: two single prompts, then both as one batch.
@@ -92,6 +93,8 @@ def step_engine(ctx: Context, step: Step) -> None:
         "SGLANG_EAGLE_NCCL": ctx.opts.profile,
         "SGLANG_EAGLE_NCCL_ENV": " ".join([*ctx.opts.nccl_env, *extra]),
         "SGLANG_EAGLE_NCCL_AUDIT_DIR": str(audit_root),
+        # The phase ledger: steps per phase, CUDA-graph replays, each collective's implementation.
+        "SGLANG_EAGLE_NCCL_LEDGER": "1",
     })
     spec = {"mode": ctx.opts.mode, "work": str(base), "prompts": PROMPTS,
             "max_new_tokens": 8 if ctx.opts.rehearsal else 16}
@@ -137,6 +140,10 @@ def step_engine(ctx: Context, step: Step) -> None:
             step.problems.append(f"no scheduler process in the plugin's audit (roles: {roles})")
         if not audit.get("eagle"):
             step.problems.append("the audit holds no EAGLE worker record (the EAGLE hook did not run)")
+        problems, notes, details = judge_ledger(audit.get("ledger"), rehearsal=ctx.opts.rehearsal)
+        step.problems += problems
+        step.notes += notes
+        step.details.update(details)
     judged = judge_nccl(audit, logs, expected_env(ctx, extra), nccl_dir=str(nccl_dir))
     if not logs:
         step.notes.append("no NCCL debug file from the engine: at TP=1 SGLang runs no collective on its "

@@ -24,11 +24,14 @@ from sglang_eagle_nccl.cli.common import emit_json, fail_input
               help="With --ray: the most each network step may take (reaching the cluster, starting the per-node "
                    "tasks, gathering their answers); past it: exit 2 naming the address and the deadline.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every record behind the verdict.")
+@click.option("--ledger", "show_ledger", is_flag=True, help="Also show the phase ledger: per speculative phase, each group's "
+              "collectives, sizes, implementation and the tuner's decision (target verify first).")
 @click.option("--budget", "budget_flags", multiple=True, metavar="KIND=N",
               help="Raise (or lower) one limit of the whole audit's work: bytes, files, lines or records "
                    "(defaults: 4 GiB, 500,000 files, 16 million lines, 8 million records). Past a limit: exit 2.")
 def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose: bool, ray_address: str | None,
-              as_json: bool, budget_flags: tuple[str, ...] = (), ray_timeout: float = 60.0) -> None:
+              as_json: bool, budget_flags: tuple[str, ...] = (), ray_timeout: float = 60.0,
+              show_ledger: bool = False) -> None:
     """Verdict per host, process and communicator for one launch.
 
     DIRECTORIES: the launch directory printed at start (or its audit root: its newest launch), one
@@ -89,6 +92,13 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
         data["nccl_debug"] = check
         nccl_text = check["text"]
         failed = failed or not check["ok"]
+    ledger_text = ""
+    if show_ledger or as_json:
+        from sglang_eagle_nccl.offline.audit.ledger_audit import ledger_screen
+
+        section, ledger_text = ledger_screen(report)
+        if section is not None or show_ledger:
+            data["ledger"] = section
     if as_json:
         emit_json(data)
     else:
@@ -101,6 +111,9 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
         if nccl_text:
             click.echo("")
             click.echo(nccl_text)
+        if show_ledger:
+            click.echo("")
+            click.echo(ledger_text)
     sys.exit(1 if failed else 0)
 
 

@@ -99,12 +99,13 @@ def env_cmd(profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown:
 @click.option("--allow-partial", is_flag=True, default=None, help="Run on an SGLang newer than the plugin knows even if hook targets are missing.")
 @click.option("--sglang-wins", multiple=True, metavar="NCCL_VAR", help="Keep SGLang's own value for this variable (e.g. NCCL_NVLS_ENABLE with --enable-nccl-nvls).")
 @click.option("--python", default=None, metavar="PATH", help="Python interpreter of the SGLang environment (default: this one).")
+@click.option("--ledger", is_flag=True, default=None, help="Count every collective by speculative phase, implementation and size (audit --ledger shows it).")
 @click.option("--dry-run", is_flag=True, help="Print the command and environment instead of starting SGLang.")
 @click.argument("server_args", nargs=-1, type=click.UNPROCESSED)
 def launch(
     profiles: tuple[str, ...], nccl_env: tuple[str, ...], allow_unknown: bool | None, audit_dir: str | None,
     audit_required: bool | None, allow_partial: bool | None, sglang_wins: tuple[str, ...], python: str | None,
-    dry_run: bool, server_args: tuple[str, ...],
+    ledger: bool | None, dry_run: bool, server_args: tuple[str, ...],
 ) -> None:
     """Start `python -m sglang.launch_server SERVER_ARGS...` with the profile in every process.
 
@@ -127,7 +128,7 @@ def launch(
     decision = decide_or_exit(
         profiles, nccl_env, allow_unknown=allow_unknown, audit_dir=audit_dir, audit_required=audit_required,
         allow_partial=allow_partial, sglang_wins=list(sglang_wins) or None, activation=python is None,
-        node_rank=node_rank_from_args(args), launch={"opens_launch": not dry_run, "root_pid": None},
+        node_rank=node_rank_from_args(args), launch={"opens_launch": not dry_run, "root_pid": None}, ledger=ledger,
     )
     from sglang_eagle_nccl.contract.findings import ProfileError
 
@@ -150,7 +151,7 @@ def launch(
 # is a misplaced plugin option, never meant for SGLang.
 _OWN_OPTIONS = (
     "--profile", "-p", "--nccl-env", "--allow-unknown", "--audit-dir", "--audit-required", "--allow-partial",
-    "--sglang-wins", "--python", "--dry-run",
+    "--sglang-wins", "--python", "--dry-run", "--ledger",
 )
 
 

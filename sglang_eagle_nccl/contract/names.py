@@ -22,6 +22,8 @@ ENV_NCCL_VERSION = "SGLANG_EAGLE_NCCL_NCCL_VERSION"
 ENV_CONSISTENCY = "SGLANG_EAGLE_NCCL_CONSISTENCY"
 ENV_CONSISTENCY_TIMEOUT = "SGLANG_EAGLE_NCCL_CONSISTENCY_TIMEOUT"
 ENV_MECHANISM = "SGLANG_EAGLE_NCCL_MECHANISM"
+# The phase ledger (contract/ledger.py): counts every collective by speculative phase when on.
+ENV_LEDGER = "SGLANG_EAGLE_NCCL_LEDGER"
 # Node rank of this launcher in a multi-node launch (selects [nodes.<rank>.env]).
 ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
 
@@ -32,7 +34,7 @@ ENV_NODE_RANK = "SGLANG_EAGLE_NCCL_NODE_RANK"
 # serves every node of a launch (Ray actors on several nodes, the pods of one Kubernetes env list).
 INPUT_VARS = (
     ENV_ENABLE, ENV_ENV, ENV_AUDIT_DIR, ENV_ALLOW_PARTIAL, ENV_ALLOW_UNKNOWN, ENV_AUDIT_REQUIRED,
-    ENV_SGLANG_WINS, ENV_NCCL_VERSION, ENV_CONSISTENCY, ENV_CONSISTENCY_TIMEOUT, ENV_MECHANISM,
+    ENV_SGLANG_WINS, ENV_NCCL_VERSION, ENV_CONSISTENCY, ENV_CONSISTENCY_TIMEOUT, ENV_MECHANISM, ENV_LEDGER,
 )
 
 ENABLE_WORDS = frozenset({"1", "on", "true", "yes", "enable", "enabled"})

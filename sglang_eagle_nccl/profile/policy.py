@@ -29,6 +29,7 @@ POLICY_ENV = {
     names.ENV_CONSISTENCY: "consistency",
     names.ENV_CONSISTENCY_TIMEOUT: "consistency_timeout_s",
     names.ENV_MECHANISM: "mechanism",
+    names.ENV_LEDGER: "ledger",
 }
 
 
@@ -51,6 +52,9 @@ class Policy:
     # in processes that call load_plugins() (others fall back to wrapt). "wrapt": wrapt
     # everywhere, which skips HookRegistry's per-target scan of every loaded module.
     mechanism: MechanismChoice = "auto"
+    # The phase ledger (docs/ledger.md): count every collective SGLang issues by speculative phase,
+    # implementation and size, in every process. Off: its hooks are not installed at all.
+    ledger: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -131,7 +135,7 @@ def policy_from_mapping(raw: Mapping[str, Any], source: str) -> tuple[Policy, li
                 error(variable, None, "unknown policy option", f"use one of: {', '.join(sorted(known))}").with_source(where)
             )
             continue
-        if key in ("allow_unknown", "allow_partial", "audit_required"):
+        if key in ("allow_unknown", "allow_partial", "audit_required", "ledger"):
             b = _parse_bool(value)
             if b is None:
                 bad("must be a boolean", f"set {variable}=1 or {variable}=0" if is_env else f"write {key} = true or false")

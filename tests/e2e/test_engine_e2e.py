@@ -19,6 +19,7 @@ from sglang_eagle_nccl.offline.audit.judge import Report, load_report
 from sglang_eagle_nccl.offline.audit.read import read_launch
 from sglang_eagle_nccl.profile.resolve import resolve
 from support import sglang_cpu_run as run
+from support.ledger_checks import check_ledger
 
 SGLANG_VERSION = run.installed_sglang_version()
 EAGLE = run.supports_cpu_eagle(SGLANG_VERSION)
@@ -181,6 +182,7 @@ def test_launch_flags_on_sglangs_own_cli(models, e2e_env, tmp_path):
         "NCCL_ALGO=Tree",
         "--nccl-audit-dir",
         str(audit_root),
+        "--nccl-ledger",
     ]
     native = tuple(int(x) for x in SGLANG_VERSION.split(".")[:3] if x.isdigit()) >= (0, 5, 11)
     # Before 0.5.11 SGLang has no plugin loader: the flags need the gate variable (README).
@@ -189,6 +191,17 @@ def test_launch_flags_on_sglangs_own_cli(models, e2e_env, tmp_path):
     report = load_report(audit_root)
     _check_profile_everywhere(report, {**SEED, "NCCL_ALGO": "Tree"})
     _check_eagle(report)
+    # The phase ledger, turned on by SGLang's own CLI flag: the phases this run went through.
+    check_ledger(report.run_dirs, speculative="EAGLE3" if EAGLE else None, target=models[0], draft=models[1])
+    # The one screen, through the command users run: the ledger after the verdict, and in --json.
+    text = subprocess.run([EXE, "audit", str(audit_root), "--ledger"], capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stdout + text.stderr
+    screen = text.stdout[text.stdout.index("Phase ledger (2 processes"):].splitlines()
+    first = "target verify" if EAGLE else "decode"
+    assert screen[1].startswith(f"{first} (eager, "), screen
+    data = json.loads(subprocess.run([EXE, "audit", str(audit_root), "--json"], capture_output=True, text=True,
+                                     timeout=120).stdout)
+    assert data["ledger"]["processes"] == 2 and data["ledger"]["lines"][0]["phase"] == first
 
 
 ENGINE_SCRIPT = textwrap.dedent(
@@ -206,12 +219,19 @@ ENGINE_SCRIPT = textwrap.dedent(
 ) % (PROMPT,)
 
 
-def _engine(models, env: dict[str, str], tmp_path: Path, **extra) -> tuple[list[int], str]:
+def _engine(models, env: dict[str, str], tmp_path: Path, *, algorithm: str | None = "EAGLE3", **extra
+            ) -> tuple[list[int], str]:
+    """``algorithm``: the speculative algorithm where this SGLang runs one on CPU (None: plain decoding)."""
     target, draft = models
+    if algorithm == "EAGLE" and EAGLE:
+        # An EAGLE (not EAGLE-3) draft of the same tiny shape, beside the session's EAGLE-3 one.
+        from support import tiny_models
+
+        draft = tiny_models.write_eagle_draft(tmp_path / "eagle-draft", kind="EAGLE")
     kwargs = run.engine_kwargs(
         target,
         tp_size=2,
-        **({"draft_path": draft, "speculative_algorithm": "EAGLE3"} if EAGLE else {}),
+        **({"draft_path": draft, "speculative_algorithm": algorithm} if EAGLE and algorithm else {}),
         **extra,
     )
     script = tmp_path / "engine_script.py"
@@ -268,9 +288,12 @@ def test_sglang_overwrite_is_reported_and_restored(models, e2e_env, tmp_path):
         SGLANG_EAGLE_NCCL="pcie-8gpu",
         SGLANG_EAGLE_NCCL_ENV=f"{var}={value}",
         SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+        SGLANG_EAGLE_NCCL_LEDGER="1",
     )
-    _, stderr = _engine(models, env, tmp_path, **extra)
+    # Plain decoding here (the other engines speculate): the phase ledger shows extend and decode.
+    output, stderr = _engine(models, env, tmp_path, algorithm=None, **extra)
     report = load_report(tmp_path / "audit")
+    check_ledger(report.run_dirs, speculative=None, target=models[0], draft=None, new_tokens=len(output))
     writes = [w for w in report.sglang_writes if w["name"] == var]
     assert writes and writes[0]["after"] != value, report.sglang_writes
     assert f"restored {var}={value}" in stderr
@@ -294,9 +317,13 @@ def test_sglang_wins_policy_keeps_sglangs_value(models, e2e_env, tmp_path):
         SGLANG_EAGLE_NCCL_ENV=f"{var}={value}",
         SGLANG_EAGLE_NCCL_SGLANG_WINS=var,
         SGLANG_EAGLE_NCCL_AUDIT_DIR=str(tmp_path / "audit"),
+        SGLANG_EAGLE_NCCL_LEDGER="1",
     )
-    _engine(models, env, tmp_path, **extra)
+    # EAGLE (not EAGLE-3) here: the phase ledger of an EAGLE run.
+    _engine(models, env, tmp_path, algorithm="EAGLE", **extra)
     report = load_report(tmp_path / "audit")
+    check_ledger(report.run_dirs, speculative="EAGLE" if EAGLE else None, target=models[0],
+                 draft=tmp_path / "eagle-draft" if EAGLE else None, new_tokens=6)
     sglang_value = next(w["after"] for w in report.sglang_writes if w["name"] == var)
     _, procs = read_launch(report.run_dir)
     for p in procs:

@@ -190,6 +190,10 @@ def test_rehearsal_engine_ran_eagle3_with_the_plugin(rehearsal):
     roles = {p["role"] for p in audit["processes"]}
     assert audit["verdict"] == "ok" and "launcher" in roles and any(r.startswith("scheduler") for r in roles)
     assert audit["eagle"] and audit["eagle"][0]["worker"]
+    # The phase ledger (the engine ran with SGLANG_EAGLE_NCCL_LEDGER=1): SGLang 0.5.23's EAGLE-3 steps;
+    # TP = 1, so SGLang skips every collective of its one-rank groups and the ledger has no line.
+    assert {"extend", "target verify", "draft extend"} <= set(details["ledger_phases"]), details["ledger_phases"]
+    assert details["ledger_processes"] == 1 and details["ledger_lines"] == [] and details["ledger_replays"] == 0
 
 
 @pytest.mark.sglang

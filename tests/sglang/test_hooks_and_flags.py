@@ -126,7 +126,7 @@ def _help(cmd: list[str], env: dict) -> str:
 def test_launch_server_help_lists_flags(plugin_env, sglang_version):
     cmd = [sys.executable, "-W", "ignore", "-m", "sglang.launch_server", "--help"]
     gated = _help(cmd, dict(plugin_env, SGLANG_EAGLE_NCCL="1"))
-    for flag in ("--nccl-profile", "--nccl-env", "--nccl-audit-dir", "--nccl-allow-partial"):
+    for flag in ("--nccl-profile", "--nccl-env", "--nccl-audit-dir", "--nccl-allow-partial", "--nccl-ledger"):
         assert flag in gated
     plain = _help(cmd, plugin_env)
     # >= 0.5.11: SGLang loads the plugin before parsing, so the flags are there without any

@@ -14,7 +14,8 @@ Handler conventions (the manifest ``kind`` says which one a handler follows):
 
 ``arguments`` maps parameter names to values (bound from the real signature, so positional
 and keyword calls look the same). Only ``__init__`` methods, the launcher's env set-up, argument
-resolution and the CLI are hooked: never a collective, never a forward pass.
+resolution and the CLI are hooked: never a collective, never a forward pass -- except the phase
+ledger's hooks (``hook_ledger``), installed only when the ledger is on and run by their own runner.
 
 A bug in a before/after handler is reported and swallowed so it cannot take SGLang down;
 deliberate stops (ranks that disagree, a profile that cannot be applied) always propagate.
@@ -29,7 +30,14 @@ from typing import Any
 from sglang_eagle_nccl.contract.errors import PluginStop
 from sglang_eagle_nccl.contract.log import log
 from sglang_eagle_nccl.inproc.boot.state import STATE, record
-from sglang_eagle_nccl.inproc.hooks import hook_cli, hook_groups, hook_launcher, hook_ray, hook_workers
+from sglang_eagle_nccl.inproc.hooks import (
+    hook_cli,
+    hook_groups,
+    hook_launcher,
+    hook_ledger,
+    hook_ray,
+    hook_workers,
+)
 from sglang_eagle_nccl.inproc.hooks.patching import bind
 
 TYPE_CHECKING = False
@@ -52,6 +60,8 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "ray_scheduler_actors": hook_ray.scheduler_actors,
     "ray_engine_actor": hook_ray.engine_actor,
     "ray_actor_options": hook_ray.actor_options,
+    # The phase ledger's hooks (installed only when it is on; run by hook_ledger.run_ledger_hook).
+    **hook_ledger.HANDLERS,
 }
 
 

@@ -27,6 +27,8 @@ FLAG_HELP = {
     "directory. Read it with `sglang-eagle-nccl audit DIR`.",
     "--nccl-allow-partial": "Run even if this SGLang release is newer than the plugin knows and some "
     "hook targets are missing; the audit records what is uncovered.",
+    "--nccl-ledger": "Count every collective SGLang issues, by speculative phase, implementation and size, in "
+    "every process (the phase ledger); read it with `sglang-eagle-nccl audit DIR --ledger`.",
 }
 
 
@@ -43,11 +45,12 @@ def cli_add_flags(result: Any, instance: Any, arguments: dict) -> None:
     group.add_argument("--nccl-env", action="append", default=None, metavar="KEY=VALUE", help=FLAG_HELP["--nccl-env"])
     group.add_argument("--nccl-audit-dir", default=None, metavar="DIR", help=FLAG_HELP["--nccl-audit-dir"])
     group.add_argument("--nccl-allow-partial", action="store_true", default=False, help=FLAG_HELP["--nccl-allow-partial"])
+    group.add_argument("--nccl-ledger", action="store_true", default=False, help=FLAG_HELP["--nccl-ledger"])
 
 
 def activate_from_cli(
     profiles: Sequence[str], env_flags: Sequence[str], *, audit_dir: str | None, allow_partial: bool,
-    node_rank: int | None = None,
+    node_rank: int | None = None, ledger: bool = False,
 ) -> None:
     """The server CLI got --nccl-* flags: resolve, validate, activate; exit 2 on any problem.
 
@@ -64,7 +67,8 @@ def activate_from_cli(
         resolution = resolve(
             list(profiles),
             env_flags=list(env_flags),
-            policy_flags={"audit_dir": audit_dir, "allow_partial": True if allow_partial else None},
+            policy_flags={"audit_dir": audit_dir, "allow_partial": True if allow_partial else None,
+                          "ledger": True if ledger else None},
         )
         for warning in resolution.warnings:
             log(f"warning: {warning.message()}")
@@ -92,10 +96,11 @@ def cli_capture(original: Callable[..., Any], instance: Any, args: tuple, kwargs
     env_flags = getattr(namespace, "nccl_env", None) or []
     audit_dir = getattr(namespace, "nccl_audit_dir", None)
     allow_partial = bool(getattr(namespace, "nccl_allow_partial", False))
-    if profiles or env_flags or audit_dir or allow_partial:
+    ledger = bool(getattr(namespace, "nccl_ledger", False))
+    if profiles or env_flags or audit_dir or allow_partial or ledger:
         node_rank = getattr(namespace, "node_rank", None)
         activate_from_cli(
             profiles, env_flags, audit_dir=audit_dir, allow_partial=allow_partial,
-            node_rank=node_rank if isinstance(node_rank, int) else None,
+            node_rank=node_rank if isinstance(node_rank, int) else None, ledger=ledger,
         )
     return original(*args, **kwargs)

@@ -139,8 +139,19 @@ def install_patches(*, from_entry_point: bool = False) -> None:
         # still find something under that name (a removed __init__ resolves to a base class's),
         # and hooking that would record a hook on code that is not the target.
         rejected = {u.get("target") for u in STATE.uncovered if u.get("ok") is False}
+        ledger_on = bool(STATE.policy.get("ledger"))
         for hook in patch_set.hooks_for(version, cli=False):
             if hook.target in rejected:
+                continue
+            if hook.when == "ledger":
+                # The ledger's hooks run once per collective: installed only when it is on
+                # (nothing at all when off), always with wrapt (class members), without
+                # binding arguments by name.
+                if ledger_on:
+                    from sglang_eagle_nccl.inproc.hooks import hook_ledger
+
+                    hook_ledger.start()
+                    patching.install_wrapt(hook, hook_ledger.run_ledger_hook, _on_hook_result)
                 continue
             mechanism = mechanism_for(hook, patch_set.mechanism_of(hook) if use_registry else (hook.mechanism or "wrapt"))
             if mechanism == "hook_registry":

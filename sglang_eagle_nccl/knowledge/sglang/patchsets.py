@@ -82,7 +82,7 @@ class Hook(TargetNames):
     required: bool
     params: tuple[str, ...] = ()
     versions: str | None = None
-    when: Literal["always", "cli"] = "always"
+    when: Literal["always", "cli", "ledger"] = "always"
     mechanism: Mechanism | None = None
     process: str = ""
     relies_on: tuple[Reliance, ...] = ()

@@ -303,7 +303,7 @@ FILE_CASES = [
         "[policy]\nmystery = 1",
         "policy.mystery",
         "unknown policy option",
-        "use one of: allow_partial, allow_unknown, audit_dir, audit_required, consistency, consistency_timeout_s, "
+        "use one of: allow_partial, allow_unknown, audit_dir, audit_required, consistency, consistency_timeout_s, ledger, "
         "mechanism, nccl_version, sglang_wins",
     ),
     (
