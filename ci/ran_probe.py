@@ -148,7 +148,9 @@ def _eagle_wiring(rank: int) -> dict[str, Any]:
         from sglang.srt.speculative import draft_parallel
 
         arg = _layout_sharing_target(draft_parallel)
-    with ctx(arg):
+    # 0.5.21 and 0.5.22: the worker says whether the draft owns the attention group too (it does).
+    kwargs = {"owns_attention": True} if "owns_attention" in params else {}
+    with ctx(arg, **kwargs):
         inside = ps.get_tp_group()
         t = torch.ones(1) * (rank + 1)
         dist.all_reduce(t, group=inside.device_group)

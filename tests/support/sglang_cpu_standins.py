@@ -47,6 +47,12 @@ CPU platform fact: no CUDA device to select (``torch.cuda.set_device``)
     the actor's module: Ray ships a ``@ray.remote`` class by value, so that module is never imported
     in the actor's process.
 
+CPU platform fact: AMX tile support where older SGLang reads it (``torch._C._cpu._is_amx_tile_supported``)
+    SGLang 0.4.10 (``srt/utils.py``, ``cpu_has_amx_support``, called at import by ``srt/custom_op.py``) asks
+    ``torch._C._cpu._is_amx_tile_supported()``; torch 2.13 keeps that fact in ``torch.cpu`` only. Once
+    ``sglang.srt.utils`` is imported the old name answers with torch's own ``torch.cpu`` function (the real
+    fact of this CPU). SGLang's AMX paths stay off anyway: ``convert_weight_packed`` is absent (below).
+
 ``fast_topk`` in ``sglang.srt.speculative.spec_utils`` / ``eagle_utils`` (SGLang 0.5.4 and older)
     Defined there only under ``is_cuda()/is_hip()`` but imported unconditionally by the EAGLE CUDA-graph
     runner; bound to SGLang's own pure-torch ``sglang.srt.utils.common.fast_topk``.
@@ -207,7 +213,17 @@ def _cpu_set_device(module: types.ModuleType) -> None:
     module.set_device = set_device
 
 
+def _torch_amx_tile_fact(module: types.ModuleType) -> None:
+    """The machine's AMX-tile fact where SGLang <= 0.5.x reads it (``torch._C._cpu``), from where torch
+    2.13 keeps it (``torch.cpu``)."""
+    import torch
+
+    if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
+        torch._C._cpu._is_amx_tile_supported = torch.cpu._is_amx_tile_supported
+
+
 _POST_IMPORT_HOOKS: dict[str, Callable[[types.ModuleType], None]] = {
+    "sglang.srt.utils": _torch_amx_tile_fact,
     "torch.cuda": _cpu_set_device,
     "sglang.srt.runtime_context": _platform_has_amx,
     "sglang.srt.speculative.spec_utils": _bind_fast_topk,
