@@ -468,9 +468,10 @@ def with_ran(lines: list[str], path: Path = RAN_RESULTS) -> list[str]:
     with the plugin (✓ every step held, ✗ one did not, – this release is not in the ran tier) and when.
     """
     try:
-        ran = json.loads(path.read_text("utf-8"))["releases"]
+        data = json.loads(path.read_text("utf-8"))
+        ran, owed = data["releases"], data.get("pending", {})
     except (OSError, ValueError, KeyError):
-        ran = {}
+        ran, owed = {}, {}
     out = []
     for line in lines:
         cells = line.split(" | ")
@@ -480,7 +481,8 @@ def with_ran(lines: list[str], path: Path = RAN_RESULTS) -> list[str]:
             line += "---|"
         elif line.startswith("| ") and len(cells) > 1:
             entry = ran.get(cells[0][2:].strip())
-            line += f" {RAN_MARKS[entry['result']]} {entry['date'][:10]} |" if entry else " – |"
+            owes = " owed" if cells[0][2:].strip() in owed else ""
+            line += f" {RAN_MARKS[entry['result']]} {entry['date'][:10]} |" if entry else f" –{owes} |"
         out.append(line)
     if not ran:
         return out
@@ -493,6 +495,8 @@ def with_ran(lines: list[str], path: Path = RAN_RESULTS) -> list[str]:
     for version, entry in ran.items():
         marks = " | ".join(RAN_MARKS[entry["steps"][s]["status"]] for s in steps)
         out.append(f"| {version} | {entry['date']} | {marks} | {RAN_MARKS[entry['result']]} |")
+    if owed:
+        out += ["", *(f"- {version}: not run yet ({why})" for version, why in owed.items())]
     return out
 
 

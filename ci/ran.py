@@ -85,7 +85,10 @@ def bounds_of(spec: str, where: str) -> list[tuple[str, str]]:
         m = _BOUND.match(part)
         if not m or m[1] in ("==", "!=", "~="):
             raise ValueError(f"{where}: version bound {part.strip()!r} is not one of >=, <, >, <= X.Y.Z[.postN]")
-        release_key(m[2])
+        try:
+            release_key(m[2])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
         out.append((m[1], m[2]))
     return out
 
@@ -247,10 +250,10 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def build_plugin_wheel(out: Path) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("sglang_eagle_nccl-*.whl"):
-        old.unlink()
+def build_plugin_wheel(parent: Path) -> Path:
+    """The plugin wheel of this checkout, in a folder of this run's own (two runs never share one)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="wheel-", dir=parent))
     code, lines, elapsed = progress.run(
         [sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps", str(REPO), "-w", str(out)],
         what="building the plugin wheel", say=lambda t: _say(f"[ran] {t}"))
@@ -271,6 +274,10 @@ def run_release(version: str, wheel: Path, label: str, started: float) -> dict:
     entry["venv_cached"] = any("cached venv is up to date" in ln and f"[sglang-venv {version}]" in ln for ln in lines)
     if code != 0:
         reason = next((ln for ln in reversed(lines) if ln.strip()), "venv build failed")
+        # Where SGLang's import stopped: the innermost frame of the traceback the import check printed.
+        frame = next((ln.strip() for ln in reversed(lines) if ln.strip().startswith('File "')), "")
+        if "site-packages/" in frame:
+            reason = f"{reason} (at {frame.split('site-packages/', 1)[1].replace(chr(34), '')})"
         entry["steps"] = {s: _s("fail" if s == "args" else "fail", f"venv build failed: {reason[-300:]}" if s == "args"
                                 else "not reached (no venv)") for s in STEPS}
         entry["result"] = "fail"
@@ -306,6 +313,8 @@ def load_results(path: Path = RESULTS) -> dict:
 
 
 def write_results(data: dict, path: Path = RESULTS) -> None:
+    """``releases``: what ran. ``pending`` (written by hand, never by this script): selected releases not run
+    yet, each with why; the plain tier accepts nothing else missing, and a run removes its entry."""
     data["releases"] = {v: data["releases"][v] for v in sorted(data["releases"], key=release_key, reverse=True)}
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
 
@@ -327,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     for v in chosen:
         release_key(v)
     started = time.monotonic()
-    wheel = args.plugin_wheel.resolve() if args.plugin_wheel else build_plugin_wheel(cache_root() / "ran" / "dist")
+    wheel = args.plugin_wheel.resolve() if args.plugin_wheel else build_plugin_wheel(cache_root() / "ran")
     data = load_results(args.results)
     data["command"] = "python3 ci/ran.py"
     data["steps"] = STEP_TITLES
@@ -336,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         entry = run_release(version, wheel, f"{i}/{len(chosen)}", started)
         entry["why"] = selection.get(version, ["asked for with --versions"])
         data["releases"][version] = entry
+        data.get("pending", {}).pop(version, None)  # it ran: no longer owed
         write_results(data, args.results)  # after each release: an interrupted run keeps what ran
         marks = " ".join(f"{s} {entry['steps'][s]['status']}" for s in STEPS)
         _say(f"[ran {i}/{len(chosen)} {version} {time.monotonic() - started:.0f}s] {entry['result'].upper()}: {marks}")
