@@ -21,7 +21,8 @@ What stands in, and why:
     ``verify_tree_greedy_cpu``, ``fill_bonus_tokens_cpu``, ``fill_accept_out_cache_loc_cpu``,
     ``copy_all_layer_kv_cache_cpu``, and the attention ops ``extend_attention_cpu`` /
     ``decode_attention_cpu`` registered as ``torch.ops.sgl_kernel.*``. Names SGLang imports at module
-    level but never calls in these runs (0.5.23: ``build_draft_decode_metadata_cpu``; 0.5.4 and
+    level but never calls in these runs (0.5.23: ``build_draft_decode_metadata_cpu``; 0.5.4.post3: ``silu_and_mul``, unguarded on CPU in
+    ``layers/moe/moe_runner/deep_gemm.py``; 0.5.4 and
     0.5.10: ``sgl_kernel.kvcacheio.*``, unguarded in ``mem_cache/memory_pool_host.py`` up to 0.5.10,
     behind ``is_cuda()/is_hip()`` by 0.5.17; 0.5.4: the ``sgl_kernel.allreduce`` op namespace) exist
     and raise ``NotImplementedError`` when called. ``torch.ops.sgl_kernel.convert_weight_packed`` is
@@ -654,6 +655,8 @@ _IMPLEMENTED = (
 _IMPORT_ONLY: dict[str, tuple[str, ...]] = {
     "sgl_kernel": (
         "build_draft_decode_metadata_cpu",  # speculative_num_steps > 1 only
+        # SGLang 0.5.4.post1+ layers/moe/moe_runner/deep_gemm.py: imported unless NPU/HIP (DeepGEMM MoE, CUDA)
+        "silu_and_mul",
     ),
     "sgl_kernel.kvcacheio": (  # SGLang <= 0.5.10 mem_cache/memory_pool_host.py (HiCache)
         "transfer_kv_all_layer",
