@@ -305,6 +305,22 @@ def run_release(version: str, wheel: Path, label: str, started: float) -> dict:
     return entry
 
 
+_LOCAL_PATH = re.compile(r"(?:/[^\s'\"():]+)+/(site-packages/|sglang_eagle_nccl/|ci/)")
+_TMP_PATH = re.compile(r"/tmp/[^\s'\"():]+")
+
+
+def scrub(value: object) -> object:
+    """This machine's paths out of what is committed: a file under a venv keeps its path from
+    ``site-packages/`` on, a temporary directory becomes ``<tmp>``."""
+    if isinstance(value, str):
+        return _TMP_PATH.sub("<tmp>", _LOCAL_PATH.sub(r"\1", value))
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    return value
+
+
 def load_results(path: Path = RESULTS) -> dict:
     try:
         return json.loads(path.read_text("utf-8"))
@@ -316,7 +332,7 @@ def write_results(data: dict, path: Path = RESULTS) -> None:
     """``releases``: what ran. ``pending`` (written by hand, never by this script): selected releases not run
     yet, each with why; the plain tier accepts nothing else missing, and a run removes its entry."""
     data["releases"] = {v: data["releases"][v] for v in sorted(data["releases"], key=release_key, reverse=True)}
-    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    path.write_text(json.dumps(scrub(data), indent=1, ensure_ascii=False) + "\n", "utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

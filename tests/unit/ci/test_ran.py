@@ -200,3 +200,18 @@ def test_the_matrix_shows_a_ran_column_from_the_results(tmp_path):
     assert matrix.with_ran(table, tmp_path / "none.json") == [
         "intro", "| SGLang | patch set | a | ran |", "|---|---|---|---|", "| 0.5.23 | s | ✓ | – |",
         "| 0.5.22 | s | ✓ | – |"]
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("from 'x' (/work/c/venvs/base/lib/python3.11/site-packages/triton/cache.py)", "from 'x' (site-packages/triton/cache.py)"),
+    ("audit: /tmp/ran-0.5.7-ab/w/audit/run-1\n", "audit: <tmp>\n"),
+    ("/home/u/venv/sglang_eagle_nccl/native/x.so", "sglang_eagle_nccl/native/x.so"),
+    ("no path here", "no path here"),
+])
+def test_local_paths_are_scrubbed_from_what_is_committed(text, want):
+    assert ran.scrub({"a": [text]}) == {"a": [want]}
+
+
+def test_the_committed_results_hold_no_path_of_this_machine():
+    text = (REPO / "ci" / "ran_results.json").read_text("utf-8")
+    assert not any(p in text for p in ("/work/", "/root/", "/tmp/", "/home/"))
