@@ -198,7 +198,10 @@ def _platform_has_amx(module: types.ModuleType) -> None:
 
 def _bind_fast_topk(module: types.ModuleType) -> None:
     if not hasattr(module, "fast_topk"):
-        from sglang.srt.utils.common import fast_topk
+        try:
+            from sglang.srt.utils.common import fast_topk
+        except ImportError:  # SGLang <= 0.5.2: srt/utils.py is a module
+            from sglang.srt.utils import fast_topk
 
         module.fast_topk = fast_topk
 
@@ -657,6 +660,10 @@ _IMPORT_ONLY: dict[str, tuple[str, ...]] = {
         "build_draft_decode_metadata_cpu",  # speculative_num_steps > 1 only
         # SGLang 0.5.4.post1+ layers/moe/moe_runner/deep_gemm.py: imported unless NPU/HIP (DeepGEMM MoE, CUDA)
         "silu_and_mul",
+        # SGLang 0.5.2 layers/moe/cutlass_w4a8_moe.py: imported unguarded (Cutlass W4A8 MoE, CUDA)
+        "cutlass_w4a8_moe_mm",
+        "get_cutlass_w4a8_moe_mm_data",
+        "sgl_per_tensor_quant_fp8",
     ),
     "sgl_kernel.kvcacheio": (  # SGLang <= 0.5.10 mem_cache/memory_pool_host.py (HiCache)
         "transfer_kv_all_layer",
