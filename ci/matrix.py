@@ -420,6 +420,7 @@ def render_markdown(results: list[dict], sets) -> str:
             cells.append(MARKS[h["status"]] if h else "–")
         mech = r["mechanism"] + ("" if r["mechanism_ok"] else " ✗")
         lines.append(f"| {r['version']} | {r['patch_set']} | {mech} | " + " | ".join(cells) + " |")
+    lines = with_ran(lines)
 
     lines += ["", "## What each hook relies on, and the proof on the newest release of each patch set", ""]
     newest = {}
@@ -454,6 +455,49 @@ def render_markdown(results: list[dict], sets) -> str:
     lines += ["", "Targets:", ""]
     lines += [f"- `{t}`" for t in targets]
     return "\n".join(lines) + "\n"
+
+
+RAN_RESULTS = REPO / "ci" / "ran_results.json"
+RAN_MARKS = {"ok": "✓", "fail": "✗", "n/a": "–"}
+
+
+def with_ran(lines: list[str], path: Path = RAN_RESULTS) -> list[str]:
+    """The table in ``lines`` with a "ran" column, then a section of what ran (``ci/ran.py``'s committed results).
+
+    "checked" (the columns before) is read from the wheel's source; "ran" says SGLang's own code ran on CPU
+    with the plugin (✓ every step held, ✗ one did not, – this release is not in the ran tier) and when.
+    """
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        ran, owed = data["releases"], data.get("pending", {})
+    except (OSError, ValueError, KeyError):
+        ran, owed = {}, {}
+    out = []
+    for line in lines:
+        cells = line.split(" | ")
+        if line.startswith("| SGLang |"):
+            line += " ran |"
+        elif line.startswith("|---|"):
+            line += "---|"
+        elif line.startswith("| ") and len(cells) > 1:
+            entry = ran.get(cells[0][2:].strip())
+            owes = " owed" if cells[0][2:].strip() in owed else ""
+            line += f" {RAN_MARKS[entry['result']]} {entry['date'][:10]} |" if entry else f" –{owes} |"
+        out.append(line)
+    if not ran:
+        return out
+    steps = list(next(iter(ran.values()))["steps"])
+    out += ["", f"## Ran on CPU: {len(ran)} releases (`python3 ci/ran.py`)", "",
+            "SGLang's own launch code run on CPU with the plugin active (ci/ran_probe.py says what each step runs; "
+            "ci/ran_results.json holds every reason). ✓ ran and held, ✗ failed (reason in the results), – the release "
+            "has no such code.", "",
+            "| SGLang | ran | " + " | ".join(steps) + " | result |", "|---|---|" + "---|" * len(steps) + "---|"]
+    for version, entry in ran.items():
+        marks = " | ".join(RAN_MARKS[entry["steps"][s]["status"]] for s in steps)
+        out.append(f"| {version} | {entry['date']} | {marks} | {RAN_MARKS[entry['result']]} |")
+    if owed:
+        out += ["", *(f"- {version}: not run yet ({why})" for version, why in owed.items())]
+    return out
 
 
 def _strip_lines(text: str) -> str:

@@ -174,6 +174,56 @@ VERSIONS: dict[str, VersionSpec] = {
 }
 
 
+def _pinned(deps: tuple[str, ...], **pins: str) -> tuple[str, ...]:
+    """``deps`` with a release's own pins of some packages (``transformers="4.57.1"``), added where absent."""
+    wanted = {name.replace("_", "-"): f"{name.replace('_', '-')}=={ver}" for name, ver in pins.items()}
+    out = [wanted.pop(d.split("==")[0], d) for d in deps]
+    return tuple(out) + tuple(wanted.values())
+
+
+# The releases the "ran" tier (ci/ran.py) runs beyond the five above: every boundary the patch manifests
+# draw and the newest of each minor line. Each takes its patch set's dependency list with SGLang's own
+# pins of the packages its import reads (transformers, openai, tokenizers; xgrammar and torchao --no-deps),
+# from the wheel's Requires-Dist (0.4.x and 0.5.2: its "runtime-common" extra).
+VERSIONS.update({
+    "0.4.3": VersionSpec("0.4.3", _pinned(_DEPS_0_5_4, transformers="4.48.3"),
+                         no_deps=(TRITON_PIN, "xgrammar==0.1.10", "torchao==0.9.0")),
+    "0.4.10.post2": VersionSpec("0.4.10.post2", _pinned(_DEPS_0_5_4, transformers="4.54.1"),
+                                no_deps=(TRITON_PIN, "xgrammar==0.1.22", "torchao==0.9.0")),
+    "0.5.2": VersionSpec("0.5.2", _pinned(_DEPS_0_5_4, transformers="4.56.1"),
+                         no_deps=(TRITON_PIN, "xgrammar==0.1.24", "torchao==0.9.0")),
+    "0.5.3": VersionSpec("0.5.3", _pinned(_DEPS_0_5_4, transformers="4.57.0"),
+                         no_deps=(TRITON_PIN, "xgrammar==0.1.24", "torchao==0.9.0")),
+    "0.5.3.post1": VersionSpec("0.5.3.post1", _pinned(_DEPS_0_5_4, transformers="4.57.0"),
+                               no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
+    "0.5.3.post2": VersionSpec("0.5.3.post2", _pinned(_DEPS_0_5_4, transformers="4.57.1"),
+                               no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
+    "0.5.4.post3": VersionSpec("0.5.4.post3", _pinned(_DEPS_0_5_4, openai="2.6.1"),
+                               no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
+    "0.5.5": VersionSpec("0.5.5", _pinned(_DEPS_0_5_10, transformers="4.57.1"),
+                         no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
+    "0.5.6.post2": VersionSpec("0.5.6.post2", _pinned(_DEPS_0_5_10, transformers="4.57.1"),
+                               no_deps=(TRITON_PIN, "xgrammar==0.1.27", "torchao==0.9.0")),
+    "0.5.7": VersionSpec("0.5.7", _pinned(_DEPS_0_5_10, transformers="4.57.1"),
+                         no_deps=(TRITON_PIN, "xgrammar==0.1.27", "torchao==0.9.0")),
+    "0.5.9": VersionSpec("0.5.9", _pinned(_DEPS_0_5_10, transformers="4.57.1"),
+                         no_deps=(TRITON_PIN, "xgrammar==0.1.27", "torchao==0.9.0")),
+    "0.5.10.post1": VersionSpec("0.5.10.post1", _DEPS_0_5_10, no_deps=(TRITON_PIN, "xgrammar==0.1.32")),
+    "0.5.11": VersionSpec("0.5.11", _pinned(_DEPS_0_5_17, transformers="5.6.0"),
+                          no_deps=(TRITON_PIN, "xgrammar==0.1.32")),
+    "0.5.12.post1": VersionSpec("0.5.12.post1", _pinned(_DEPS_0_5_17, transformers="5.6.0"),
+                                no_deps=(TRITON_PIN, "xgrammar==0.2.0")),
+    "0.5.13": VersionSpec("0.5.13", _pinned(_DEPS_0_5_17, transformers="5.8.1"),
+                          no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
+    "0.5.14": VersionSpec("0.5.14", _pinned(_DEPS_0_5_17, transformers="5.8.1"),
+                          no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
+    "0.5.15": VersionSpec("0.5.15", _DEPS_0_5_17, no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
+    "0.5.18": VersionSpec("0.5.18", _DEPS_0_5_17, no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
+    "0.5.20": VersionSpec("0.5.20", _DEPS_0_5_19, no_deps=(TRITON_PIN, "xgrammar==0.2.1")),
+    "0.5.21": VersionSpec("0.5.21", _DEPS_0_5_19, no_deps=(TRITON_PIN, "xgrammar==0.2.7")),
+})
+
+
 # The base venv holds the dependency set of this release (its pins decide the versions); it is the
 # release the most test tiers run on, so its venv adds nothing but SGLang and xgrammar.
 BASE_VERSION = "0.5.23"

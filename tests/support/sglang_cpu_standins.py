@@ -21,7 +21,8 @@ What stands in, and why:
     ``verify_tree_greedy_cpu``, ``fill_bonus_tokens_cpu``, ``fill_accept_out_cache_loc_cpu``,
     ``copy_all_layer_kv_cache_cpu``, and the attention ops ``extend_attention_cpu`` /
     ``decode_attention_cpu`` registered as ``torch.ops.sgl_kernel.*``. Names SGLang imports at module
-    level but never calls in these runs (0.5.23: ``build_draft_decode_metadata_cpu``; 0.5.4 and
+    level but never calls in these runs (0.5.23: ``build_draft_decode_metadata_cpu``; 0.5.4.post3: ``silu_and_mul``, unguarded on CPU in
+    ``layers/moe/moe_runner/deep_gemm.py``; 0.5.4 and
     0.5.10: ``sgl_kernel.kvcacheio.*``, unguarded in ``mem_cache/memory_pool_host.py`` up to 0.5.10,
     behind ``is_cuda()/is_hip()`` by 0.5.17; 0.5.4: the ``sgl_kernel.allreduce`` op namespace) exist
     and raise ``NotImplementedError`` when called. ``torch.ops.sgl_kernel.convert_weight_packed`` is
@@ -46,6 +47,12 @@ CPU platform fact: no CUDA device to select (``torch.cuda.set_device``)
     and calls the real function whenever CUDA is available. Hooked on ``torch.cuda``'s import, not on
     the actor's module: Ray ships a ``@ray.remote`` class by value, so that module is never imported
     in the actor's process.
+
+CPU platform fact: AMX tile support where older SGLang reads it (``torch._C._cpu._is_amx_tile_supported``)
+    SGLang 0.4.10 (``srt/utils.py``, ``cpu_has_amx_support``, called at import by ``srt/custom_op.py``) asks
+    ``torch._C._cpu._is_amx_tile_supported()``; torch 2.13 keeps that fact in ``torch.cpu`` only. Once
+    ``sglang.srt.utils`` is imported the old name answers with torch's own ``torch.cpu`` function (the real
+    fact of this CPU). SGLang's AMX paths stay off anyway: ``convert_weight_packed`` is absent (below).
 
 ``fast_topk`` in ``sglang.srt.speculative.spec_utils`` / ``eagle_utils`` (SGLang 0.5.4 and older)
     Defined there only under ``is_cuda()/is_hip()`` but imported unconditionally by the EAGLE CUDA-graph
@@ -191,7 +198,10 @@ def _platform_has_amx(module: types.ModuleType) -> None:
 
 def _bind_fast_topk(module: types.ModuleType) -> None:
     if not hasattr(module, "fast_topk"):
-        from sglang.srt.utils.common import fast_topk
+        try:
+            from sglang.srt.utils.common import fast_topk
+        except ImportError:  # SGLang <= 0.5.2: srt/utils.py is a module
+            from sglang.srt.utils import fast_topk
 
         module.fast_topk = fast_topk
 
@@ -207,7 +217,17 @@ def _cpu_set_device(module: types.ModuleType) -> None:
     module.set_device = set_device
 
 
+def _torch_amx_tile_fact(module: types.ModuleType) -> None:
+    """The machine's AMX-tile fact where SGLang <= 0.5.x reads it (``torch._C._cpu``), from where torch
+    2.13 keeps it (``torch.cpu``)."""
+    import torch
+
+    if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
+        torch._C._cpu._is_amx_tile_supported = torch.cpu._is_amx_tile_supported
+
+
 _POST_IMPORT_HOOKS: dict[str, Callable[[types.ModuleType], None]] = {
+    "sglang.srt.utils": _torch_amx_tile_fact,
     "torch.cuda": _cpu_set_device,
     "sglang.srt.runtime_context": _platform_has_amx,
     "sglang.srt.speculative.spec_utils": _bind_fast_topk,
@@ -638,6 +658,12 @@ _IMPLEMENTED = (
 _IMPORT_ONLY: dict[str, tuple[str, ...]] = {
     "sgl_kernel": (
         "build_draft_decode_metadata_cpu",  # speculative_num_steps > 1 only
+        # SGLang 0.5.4.post1+ layers/moe/moe_runner/deep_gemm.py: imported unless NPU/HIP (DeepGEMM MoE, CUDA)
+        "silu_and_mul",
+        # SGLang 0.5.2 layers/moe/cutlass_w4a8_moe.py: imported unguarded (Cutlass W4A8 MoE, CUDA)
+        "cutlass_w4a8_moe_mm",
+        "get_cutlass_w4a8_moe_mm_data",
+        "sgl_per_tensor_quant_fp8",
     ),
     "sgl_kernel.kvcacheio": (  # SGLang <= 0.5.10 mem_cache/memory_pool_host.py (HiCache)
         "transfer_kv_all_layer",
