@@ -50,13 +50,14 @@ from cache_root import cache_root  # noqa: E402 - the CI scripts' one cache rule
 
 from sglang_eagle_nccl.contract import versions as pep440  # noqa: E402
 from sglang_eagle_nccl.knowledge._toml import loads as toml_loads  # noqa: E402
-from sglang_eagle_nccl.knowledge.sglang import callgraph, manifest_index, patchsets  # noqa: E402
+from sglang_eagle_nccl.knowledge.sglang import callgraph, manifest_index, patchsets, proof  # noqa: E402
 
 VERSIONS = REPO / "ci" / "versions.toml"
 # What decides a release's result besides its wheel: a change to any of these re-checks every release.
 ANALYSIS_SOURCES = (
     Path(__file__).resolve(),
     REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "callgraph.py",
+    REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "proof.py",
     REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "patchsets.py",
     REPO / "sglang_eagle_nccl" / "contract" / "versions.py",
     REPO / "sglang_eagle_nccl" / "contract" / "hook_target.py",
@@ -110,8 +111,7 @@ class SharedModules:
     def __init__(self) -> None:
         self.previous: dict[tuple[str, str], object] = {}
 
-    def tree(self, zf: zipfile.ZipFile) -> callgraph.SourceTree:
-        read = zip_reader(zf)
+    def tree(self, read, callbacks=()) -> callgraph.SourceTree:
         texts: dict[str, str] = {}
 
         def cached_read(rel: str) -> str | None:
@@ -122,7 +122,7 @@ class SharedModules:
                 texts[rel] = text
             return texts[rel]
 
-        tree = callgraph.SourceTree(cached_read)
+        tree = callgraph.SourceTree(cached_read, callback_helpers=callbacks)
         loader = tree._load
         previous = self.previous
         current: dict[tuple[str, str], object] = {}
@@ -149,44 +149,10 @@ class SharedModules:
 # --- one release -----------------------------------------------------------------------------------
 
 
-def _path_text(reach: callgraph.Reach, key: str) -> str:
-    return " -> ".join(k.split(":", 1)[-1] for k in reach.path_to(key))
-
-
 def check_reliance(tree: callgraph.SourceTree, hook, reliance, names: list[str]) -> dict:
-    """One stated behaviour on one release: held (with the path that proves it) or failed (with what moved)."""
-    start = reliance.start or hook.target
-    out = {"statement": reliance.describe(), "why": reliance.why}
-    if reliance.kind == "writes":
-        r = callgraph.reach(tree, start, writes=reliance.subject)
-        if not r.found:
-            return {**out, "ok": False, "reason": f"{start} not found"}
-        proofs, missing = [], []
-        for variable in reliance.subject:
-            hits = r.writes_of(variable)
-            if hits:
-                write, depth = min(hits, key=lambda h: h[1])
-                proofs.append({"variable": variable, "depth": depth, "at": write.where(),
-                               "path": _path_text(r, write.function)})
-            else:
-                missing.append(variable)
-        if missing:
-            elsewhere = writes_anywhere(tree, missing, names=names)
-            moved = "; ".join(f"{w.variable} is written at {w.where()}" for w in elsewhere) or "SGLang writes it nowhere"
-            return {**out, "ok": False, "proofs": proofs,
-                    "reason": f"no write of {', '.join(missing)} reachable from {start} within "
-                              f"{callgraph.MAX_DEPTH} calls ({moved})"}
-        return {**out, "ok": True, "proofs": proofs, "depth": max(p["depth"] for p in proofs)}
-    name = reliance.subject[0]
-    r = callgraph.reach(tree, start, calls=[name])
-    if not r.found:
-        return {**out, "ok": False, "reason": f"{start} not found"}
-    hit = r.reaches(name)
-    if hit is None:
-        return {**out, "ok": False,
-                "reason": f"{name} is not called from {start} within {callgraph.MAX_DEPTH} calls (through SGLang's own calls)"}
-    depth, caller = hit
-    return {**out, "ok": True, "depth": depth, "path": f"{_path_text(r, caller)} -> {name}"}
+    """One stated behaviour on one release: held (with the path that proves it) or failed (with the reason)."""
+    return proof.prove(tree, hook.target, reliance,
+                       elsewhere=lambda variables: writes_anywhere(tree, variables, names=names)).to_dict()
 
 
 def writes_anywhere(tree: callgraph.SourceTree, variables, *, names: list[str] | None = None) -> list[callgraph.EnvWrite]:
@@ -206,62 +172,69 @@ def writes_anywhere(tree: callgraph.SourceTree, variables, *, names: list[str] |
 
 
 def check_version(version: str, wheel: Path, sets, shared: SharedModules | None = None) -> dict:
+    with zipfile.ZipFile(wheel) as zf:
+        return check_source(version, zip_reader(zf), zf.namelist(), sets, shared)
+
+
+def check_source(version: str, read, names: list[str], sets, shared: SharedModules | None = None) -> dict:
+    """One release's source, read through ``read(relative_path)`` (its wheel, or a forged copy: tests/forgery)."""
     selection = patchsets.select(version, sets)
     v = Version(version)
     patch_set = selection.patch_set
     rows = []
     failures: list[str] = []
-    with zipfile.ZipFile(wheel) as zf:
-        tree = shared.tree(zf) if shared else callgraph.SourceTree(zip_reader(zf))
-        names = zf.namelist()
-        read = tree._read
-        has_plugins = read("sglang/srt/plugins/hook_registry.py") is not None
-        claims: dict[str, list[str]] = {}  # variable -> starts of applicable writes statements
-        for hook in patch_set.hooks:
-            row = {"target": hook.target, "required": hook.required, "handler": hook.handler}
-            # Outside its version gate a hook does not apply, whoever's target it is ("–"); a third-party
-            # target inside it is external ("·"): not SGLang's source to check.
-            if not hook.applies_to(v):
-                rows.append({**row, "status": "n/a"})
+    # SGLang helpers that call the function passed to them, as the patch set's statements name them
+    callbacks = {c for h in patch_set.hooks for r in h.relies_on for c in r.callbacks}
+    tree = shared.tree(read, callbacks) if shared else callgraph.SourceTree(read, callback_helpers=callbacks)
+    read = tree._read
+    has_plugins = read("sglang/srt/plugins/hook_registry.py") is not None
+    claims: dict[str, list[str]] = {}  # variable -> starts of applicable writes statements
+    for hook in patch_set.hooks:
+        row = {"target": hook.target, "required": hook.required, "handler": hook.handler}
+        # Outside its version gate a hook does not apply, whoever's target it is ("–"); a third-party
+        # target inside it is external ("·"): not SGLang's source to check.
+        if not hook.applies_to(v):
+            rows.append({**row, "status": "n/a"})
+            continue
+        if not hook.is_sglang:
+            rows.append({**row, "status": "external"})
+            continue
+        check = patchsets.check_hook_with_reader(read, hook)
+        row.update(file=check.file, line=check.line)
+        if not check.ok:
+            rows.append({**row, "status": "missing", "reason": check.reason})
+            failures.append(f"{hook.target}: {check.reason}")
+            continue
+        behaviours = []
+        for reliance in hook.relies_on:
+            if not reliance.applies_to(v):
                 continue
-            if not hook.is_sglang:
-                rows.append({**row, "status": "external"})
-                continue
-            check = patchsets.check_hook_with_reader(read, hook)
-            row.update(file=check.file, line=check.line)
-            if not check.ok:
-                rows.append({**row, "status": "missing", "reason": check.reason})
-                failures.append(f"{hook.target}: {check.reason}")
-                continue
-            behaviours = []
-            for reliance in hook.relies_on:
-                if not reliance.applies_to(v):
-                    continue
-                result = check_reliance(tree, hook, reliance, names)
-                behaviours.append(result)
-                if reliance.kind == "writes":
-                    for variable in reliance.subject:
-                        claims.setdefault(variable, []).append(reliance.start or hook.target)
-                if not result["ok"]:
-                    failures.append(f"hook {hook.target} relies on SGLang: it {result['statement']} ({reliance.why}), "
-                                    f"but {result['reason']}")
-            status = "ok" if all(b["ok"] for b in behaviours) else "behaviour"
-            rows.append({**row, "status": status if behaviours else "exists", "behaviours": behaviours})
-        correctness = sorted({var for _, variables in patch_set.correctness_writes for var in variables})
-        guarded = []
-        for write in writes_anywhere(tree, correctness, names=names):
-            starts = claims.get(write.variable, [])
-            proof = None
-            for start in starts:
-                r = callgraph.reach(tree, start, calls=[write.function])
-                if r.reaches(write.function) is not None or write.function == start:
-                    proof = start
-                    break
-            guarded.append({"variable": write.variable, "at": write.where(), "by": proof})
-            if proof is None:
-                claimed = f"claimed only from {', '.join(starts)}" if starts else "no hook of the set claims it on this release"
-                failures.append(f"correctness write {write.variable} at {write.where()} is not reachable from any hook "
-                                f"({claimed}): a profile could override it silently")
+            result = check_reliance(tree, hook, reliance, names)
+            behaviours.append(result)
+            if reliance.kind == "writes":
+                for variable in reliance.subject:
+                    claims.setdefault(variable, []).append(reliance.start or hook.target)
+            if not result["ok"]:
+                failures.append(f"hook {hook.target} relies on SGLang: it {result['statement']} ({reliance.why}), "
+                                f"but {result['reason']}")
+        status = "ok" if all(b["ok"] for b in behaviours) else "behaviour"
+        rows.append({**row, "status": status if behaviours else "exists", "behaviours": behaviours})
+    correctness = sorted({var for _, variables in patch_set.correctness_writes for var in variables})
+    guarded = []
+    for write in writes_anywhere(tree, correctness, names=names):
+        starts = claims.get(write.variable, [])
+        proof = None
+        for start in starts:
+            # Any path counts here, conditional or not: a write that can happen inside the hooked call is seen.
+            r = callgraph.reach(tree, start, calls=[write.function], accept=lambda c: True)
+            if r.reaches(write.function) is not None or write.function == start:
+                proof = start
+                break
+        guarded.append({"variable": write.variable, "at": write.where(), "by": proof})
+        if proof is None:
+            claimed = f"claimed only from {', '.join(starts)}" if starts else "no hook of the set claims it on this release"
+            failures.append(f"correctness write {write.variable} at {write.where()} is not reachable from any hook "
+                            f"({claimed}): a profile could override it silently")
     mech_ok = (patch_set.mechanism == "hook_registry") == has_plugins
     if not mech_ok:
         failures.append(f"manifest says mechanism {patch_set.mechanism} but the wheel "

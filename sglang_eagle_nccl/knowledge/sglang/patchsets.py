@@ -54,24 +54,33 @@ class Reliance:
     the function the search starts from (default: the hook's target), for a hook whose point is
     that SGLang calls it from somewhere (``get_torch_distributed_pg_options`` from
     ``GroupCoordinator.__init__``). ``versions`` narrows the releases it is claimed for.
+
+    ``reaches`` / ``precedes`` name one definition (``module:Qualified.name`` in SGLang, or a
+    third-party dotted name such as ``torch.distributed.new_group``), never a bare name. ``when``
+    lists the conditions under which the behaviour is claimed (a test's source text, or ``--flag``
+    for a server flag the plugin checks at run time); ``callbacks`` names SGLang helpers that call
+    the function passed to them. :mod:`~sglang_eagle_nccl.knowledge.sglang.proof` says what holds.
     """
 
     kind: Literal["writes", "reaches", "precedes"]
-    subject: tuple[str, ...]  # variables for writes; one callable name for reaches / precedes
+    subject: tuple[str, ...]  # variables for writes; one definition for reaches / precedes
     why: str
     start: str | None = None
     versions: str | None = None
+    when: tuple[str, ...] = ()
+    callbacks: tuple[str, ...] = ()
 
     def applies_to(self, version: Version) -> bool:
         return self.versions is None or versions.in_range(self.versions, version)
 
     def describe(self) -> str:
         what = {"writes": "writes", "reaches": "reaches", "precedes": "precedes"}[self.kind]
-        return f"{what} {', '.join(self.subject)}" + (f" (from {self.start})" if self.start else "")
+        return (f"{what} {', '.join(self.subject)}" + (f" (from {self.start})" if self.start else "")
+                + (f" when {' and '.join(self.when)}" if self.when else ""))
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "subject": list(self.subject), "why": self.why, "from": self.start,
-                "versions": self.versions}
+                "versions": self.versions, "when": list(self.when), "callbacks": list(self.callbacks)}
 
 
 @dataclass(frozen=True)
@@ -235,7 +244,7 @@ def _reliances(hook: dict[str, Any], path: str) -> tuple[Reliance, ...]:
         if not isinstance(entry, dict):
             raise ManifestError(f"{path}: hook {target}: each relies_on entry is a table")
         kinds = [k for k in RELIANCE_KINDS if k in entry]
-        extra = set(entry) - {*RELIANCE_KINDS, "why", "from", "versions"}
+        extra = set(entry) - {*RELIANCE_KINDS, "why", "from", "versions", "when", "callbacks"}
         if len(kinds) != 1 or extra:
             raise ManifestError(f"{path}: hook {target}: a relies_on entry has exactly one of {RELIANCE_KINDS}, a why, and "
                                 f"optionally from / versions (got {sorted(entry)})")
@@ -250,11 +259,33 @@ def _reliances(hook: dict[str, Any], path: str) -> tuple[Reliance, ...]:
             raise ManifestError(f"{path}: hook {target}: relies_on {kind} {value!r} needs a why (in SGLang's terms)")
         if entry.get("versions"):
             SpecifierSet(entry["versions"])
+        if kind != "writes" and ":" not in value and "." not in value:
+            raise ManifestError(f"{path}: hook {target}: {kind} {value!r} must name a definition ('module:Qualified.name' "
+                                "in SGLang, or a third-party dotted name such as torch.distributed.new_group), not a bare "
+                                "name that any namesake would match")
+        when = _string_list(entry, "when", path, target)
+        for condition in when:
+            if not condition.startswith("--"):
+                try:
+                    compile(condition, "<when>", "eval")
+                except SyntaxError:
+                    raise ManifestError(f"{path}: hook {target}: when {condition!r} is neither a --flag nor a Python "
+                                        "expression (the source text of SGLang's test)") from None
+        callbacks = _string_list(entry, "callbacks", path, target)
+        if any(":" not in c for c in callbacks):
+            raise ManifestError(f"{path}: hook {target}: callbacks name SGLang functions as 'module:Qualified.name'")
         start = entry.get("from")
         if start is not None and (not isinstance(start, str) or ":" not in start):
             raise ManifestError(f"{path}: hook {target}: from must be 'module:Qualified.name'")
-        out.append(Reliance(kind, subject, entry["why"].strip(), start, entry.get("versions")))
+        out.append(Reliance(kind, subject, entry["why"].strip(), start, entry.get("versions"), when, callbacks))
     return tuple(out)
+
+
+def _string_list(entry: dict[str, Any], key: str, path: str, target: str) -> tuple[str, ...]:
+    raw = entry.get(key, [])
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x.strip() for x in raw):
+        raise ManifestError(f"{path}: hook {target}: {key} must be a list of non-empty strings")
+    return tuple(x.strip() for x in raw)
 
 
 @functools.cache

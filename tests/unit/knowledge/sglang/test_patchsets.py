@@ -149,7 +149,7 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
             kind = "around"
             handler = "engine_env"
             required = true
-            relies_on = [{ reaches = "anything", why = "never checked: the target is missing" }]
+            relies_on = [{ reaches = "sglang.srt.x:anything", why = "never checked: the target is missing" }]
             """
         )
     )
