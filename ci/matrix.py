@@ -360,6 +360,24 @@ def short(target: str) -> str:
 MARKS = {"ok": "✓", "exists": "○", "behaviour": "✗", "missing": "✗", "n/a": "–", "external": "·"}
 
 
+def render_row(result: dict, targets: list[str]) -> str:
+    """One release's row of the table: its version, patch set, mechanism and one mark per hook target."""
+    cells = []
+    for t in targets:
+        h = next((x for x in result["hooks"] if x["target"] == t), None)
+        cells.append(MARKS[h["status"]] if h else "–")
+    mech = result["mechanism"] + ("" if result["mechanism_ok"] else " ✗")
+    return f"| {result['version']} | {result['patch_set']} | {mech} | " + " | ".join(cells) + " |"
+
+
+def _proof_text(b: dict) -> str:
+    """How a behaviour was proven: the path (or each variable's write and path), and the stated conditions it needed."""
+    proof = b.get("path") or "; ".join(f"{p['variable']} at {p['at']} via {p['path']}" for p in b.get("proofs", []))
+    if b.get("conditions"):
+        proof += " — only under " + "; ".join(b["conditions"])
+    return proof
+
+
 def render_markdown(results: list[dict], sets) -> str:
     targets: list[str] = []
     for r in results:
@@ -378,21 +396,26 @@ def render_markdown(results: list[dict], sets) -> str:
         "missing (the matrix fails); ○ the target exists and the hook claims no behaviour on this release; "
         "– not applicable to this release; · third-party target (checked when patched).",
         "",
+        "What a ✓ proves (`sglang_eagle_nccl/knowledge/sglang/proof.py`): each call on the path resolves, through "
+        "imports, aliases, `self.` methods along the class's bases, annotated parameters and instance attributes, "
+        "to the exact definition the statement names (a same-named function elsewhere, or a call that cannot be "
+        "resolved statically, proves nothing); the behaviour is reached with no condition on the path, or only "
+        "under the conditions the statement states (`when`: a test's source text, or a server `--flag` the plugin "
+        "checks at run time), listed with file and line under each proof below; a function passed as an "
+        "argument counts as called only by a process/thread target, an executor, Ray or a helper the statement "
+        "names (`callbacks`), never by `atexit`, a signal handler or a finalizer. It is *checked* (read from "
+        "the source), not *ran*. Forged copies of five releases must fail it: `tests/forgery/`.",
+        "",
         f"Behaviours are proven on a static call graph over SGLang's own calls, at most {callgraph.MAX_DEPTH} "
         "calls deep (`sglang_eagle_nccl/knowledge/sglang/callgraph.py`). Every release listed here is "
         "*tested*: the plugin reports any other version (never published, pre-release, dev build, newer) as "
-        "untested and checks its targets in the installed source at start-up.",
+        "untested and, at start-up and in `doctor`, checks its targets **and runs the same behaviour proof** "
+        "on the installed source.",
         "",
         "| SGLang | patch set | mechanism | " + " | ".join(f"`{short(t)}`" for t in targets) + " |",
         "|---|---|---|" + "---|" * len(targets),
     ]
-    for r in results:
-        cells = []
-        for t in targets:
-            h = next((x for x in r["hooks"] if x["target"] == t), None)
-            cells.append(MARKS[h["status"]] if h else "–")
-        mech = r["mechanism"] + ("" if r["mechanism_ok"] else " ✗")
-        lines.append(f"| {r['version']} | {r['patch_set']} | {mech} | " + " | ".join(cells) + " |")
+    lines += [render_row(r, targets) for r in results]
 
     lines += ["", "## What each hook relies on, and the proof on the newest release of each patch set", ""]
     newest = {}
@@ -405,8 +428,7 @@ def render_markdown(results: list[dict], sets) -> str:
         lines += [f"### {ps.id} (proof on {r['version']})", ""]
         for h in r["hooks"]:
             for b in h.get("behaviours", []):
-                proof = b.get("path") or "; ".join(f"{p['variable']} at {p['at']} via {p['path']}" for p in b.get("proofs", []))
-                lines.append(f"- `{short(h['target'])}` {b['statement']}: {b['why']}. Proof: {proof}")
+                lines.append(f"- `{short(h['target'])}` {b['statement']}: {b['why']}. Proof: {_proof_text(b)}")
         lines.append("")
 
     lines += ["## Correctness writes and the hook that guards each", "",

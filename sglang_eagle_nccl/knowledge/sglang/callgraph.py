@@ -181,6 +181,8 @@ class SourceTree:
         self.callback_helpers = frozenset(callback_helpers)
         self._modules: dict[str, Module | None] = {}
         self._summaries: dict[int, _Summary] = {}
+        self._attributes: dict[tuple[int, str], list[object]] = {}
+        self._assigned: dict[int, dict[str, list[tuple[Function, ast.expr]]]] = {}
 
     # --- modules and names ----------------------------------------------------------------------
 
@@ -383,31 +385,47 @@ class SourceTree:
             return out
         return []
 
-    def _is_ray_actor(self, cls: ClassInfo) -> bool:
+    def _is_ray_actor(self, cls: ClassInfo, where: Function | None = None) -> bool:
+        """A class decorated ``@ray.remote`` (``where``: the function a nested class is defined in, for its imports)."""
         for decorator in cls.node.decorator_list:
             head = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if "ray.remote" in (str(x) for x in self._resolve_expr(cls.module, head, None, {}, frozenset(), 0)):
+            if "ray.remote" in (str(x) for x in self._resolve_expr(cls.module, head, where, {}, frozenset(), 0)):
                 return True
         return False
 
     def instance_attribute(self, cls: ClassInfo, attr: str, seen: frozenset[str] = frozenset(),
                            depth: int = 0) -> list[object]:
-        """What ``self.attr`` may hold: every ``self.attr = value`` in the class and its bases, resolved."""
+        """What ``self.attr`` may hold: every ``self.attr = value`` in the class and its bases, resolved (memoised)."""
+        key = (id(cls.node), attr)
+        if key in self._attributes:
+            return self._attributes[key]
+        self._attributes[key] = []  # a cycle (an attribute built from itself) resolves to nothing
         out: list[object] = []
         for klass in self.mro(cls):
-            for node in klass.node.body:
-                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                method = Function(klass.module, f"{klass.qualname}.{node.name}", node, klass)
-                for inner in _walk_body(node):
-                    if not (isinstance(inner, ast.Assign) and any(
-                            isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
-                            and t.value.id == "self" for t in inner.targets)):
-                        continue
-                    if isinstance(inner.value, ast.Constant) and inner.value.value is None:
-                        continue  # ``self.x = None`` until set: the attribute holds what is assigned later
-                    out += self._resolve_expr(klass.module, inner.value, method, {}, seen, depth + 1)
+            for method, value in self._assignments(klass).get(attr, ()):
+                if isinstance(value, ast.Constant) and value.value is None:
+                    continue  # ``self.x = None`` until set: the attribute holds what is assigned later
+                out += self._resolve_expr(klass.module, value, method, {}, seen, depth + 1)
+        self._attributes[key] = out
         return out
+
+    def _assignments(self, klass: ClassInfo) -> dict[str, list[tuple[Function, ast.expr]]]:
+        """``self.X = value`` in the methods of one class, by X (one walk per class)."""
+        found = self._assigned.get(id(klass.node))
+        if found is not None:
+            return found
+        found = {}
+        for node in klass.node.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            method = Function(klass.module, f"{klass.qualname}.{node.name}", node, klass)
+            for inner in _walk_body(node):
+                if isinstance(inner, ast.Assign):
+                    for t in inner.targets:
+                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                            found.setdefault(t.attr, []).append((method, inner.value))
+        self._assigned[id(klass.node)] = found
+        return found
 
     def _local_imports(self, fn: Function) -> dict[str, tuple[str, str | None]]:
         summary = self._summaries.get(id(fn.node))
@@ -429,11 +447,11 @@ class SourceTree:
         self._summaries[id(fn.node)] = summary
         params = [a.arg for a in (*fn.node.args.posonlyargs, *fn.node.args.args, *fn.node.args.kwonlyargs)]
         local: dict[str, list[ast.expr]] = {}
-        nested: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        nested: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = {}
         for node in _statements(fn.node.body):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 local.setdefault(node.targets[0].id, []).append(node.value)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 nested[node.name] = node
         _Walker(self, fn, summary, local, nested, params).block(fn.node.body, ())
         return summary
@@ -536,7 +554,7 @@ class _Walker:
     """
 
     def __init__(self, tree: SourceTree, fn: Function, summary: _Summary, local: dict[str, list[ast.expr]],
-                 nested: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], params: list[str]) -> None:
+                 nested: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef], params: list[str]) -> None:
         self.tree, self.fn, self.summary, self.local, self.nested, self.params = tree, fn, summary, local, nested, params
 
     def condition(self, test: ast.expr) -> Condition:
@@ -710,8 +728,21 @@ class _Walker:
         self.summary.writes.append(EnvWrite(name or "?", how, self.fn.module.path, line, self.fn.key, conds))
 
     def resolve(self, expr: ast.expr) -> list[object]:
-        if isinstance(expr, ast.Name) and expr.id in self.nested and expr.id not in self.local:
-            return [Function(self.fn.module, f"{self.fn.qualname}.<locals>.{expr.id}", self.nested[expr.id], self.fn.cls)]
+        """What a callee expression is; a function or class defined in this function's body included."""
+        owner = expr.value if isinstance(expr, ast.Attribute) else expr
+        if isinstance(owner, ast.Name) and owner.id in self.nested and owner.id not in self.local:
+            node = self.nested[owner.id]
+            qualname = f"{self.fn.qualname}.<locals>.{owner.id}"
+            if isinstance(node, ast.ClassDef):
+                cls = ClassInfo(self.fn.module, qualname, node)
+                if owner is expr:
+                    return [cls]
+                method = self.tree.method(cls, expr.attr)  # type: ignore[union-attr]
+                if method is not None:
+                    return [method]
+                return [f"{cls.key}.{expr.attr}"] if self.tree._is_ray_actor(cls, self.fn) else []  # type: ignore[union-attr]
+            if owner is expr:
+                return [Function(self.fn.module, qualname, node, self.fn.cls)]
         return self.tree._resolve_expr(self.fn.module, expr, self.fn, self.local, frozenset(), 0)
 
     def call(self, call: ast.Call, conds: tuple[Condition, ...]) -> None:
@@ -925,15 +956,22 @@ def reach(tree: SourceTree, target: str, depth: int = MAX_DEPTH, *, writes: Iter
         for edge in summary.calls:
             callees = _distinct(edge.callees)
             conds = (*path, *edge.conditions)
-            if len(callees) > 1:
-                names = ", ".join(c.key if isinstance(c, (Function, ClassInfo)) else str(c) for c in callees)
-                conds = (*conds, Condition(f"{edge.text} is one of {names}", fn.module.path, edge.line))
-            if not ok(conds):
-                continue
             if not callees:
-                result.unresolved.append((edge.text, fn.key, edge.line))
+                if ok(conds):
+                    result.unresolved.append((edge.text, fn.key, edge.line))
                 continue
             for callee in callees:
+                if len(callees) > 1:
+                    # Which of several definitions runs is decided at run time: each is a condition of its own,
+                    # written as the choice (``TpWorkerClass is TpModelWorker``).
+                    chosen = (callee.qualname if isinstance(callee, (Function, ClassInfo)) else str(callee)).split(".")
+                    choice = Condition(f"{edge.text} is {chosen[-1]}", fn.module.path, edge.line)
+                    conds_here = (*path, *edge.conditions, choice)
+                else:
+                    conds_here = conds
+                if not ok(conds_here):
+                    continue
+                conds = conds_here
                 targets: list[Function] = []
                 if isinstance(callee, Function):
                     targets = [callee]

@@ -397,10 +397,11 @@ class TargetCheck:
     missing_params: tuple[str, ...] = ()
     file: str | None = None
     line: int | None = None
+    unproven: str = ""  # the target exists, but a behaviour its hook states is not proven in this source
 
     @property
     def ok(self) -> bool:
-        return self.found and not self.missing_params
+        return self.found and not self.missing_params and not self.unproven
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -412,6 +413,7 @@ class TargetCheck:
             "missing_params": list(self.missing_params),
             "file": self.file,
             "line": self.line,
+            **({"unproven": self.unproven} if self.unproven else {}),
         }
 
 
@@ -526,6 +528,8 @@ class Coverage:
 
     selection: Selection
     checks: tuple[tuple[Hook, TargetCheck], ...] = field(default_factory=tuple)
+    # {target: [proof dicts]} of the stated behaviours (installed_proof); None when not proven in this process
+    proofs: dict[str, list[dict[str, Any]]] | None = None
 
     @property
     def missing_required(self) -> list[TargetCheck]:
@@ -536,14 +540,32 @@ class Coverage:
         return [c for h, c in self.checks if not h.required and not c.ok]
 
 
-def check_coverage(selection: Selection, root: Path, *, cli: bool = True) -> Coverage:
+def check_coverage(selection: Selection, root: Path, *, cli: bool = True, prove: bool = False,
+                   compute: bool | None = None) -> Coverage:
+    """Each hook target in the installed source; with ``prove``, also each hook's stated behaviour.
+
+    A target whose behaviour is not proven (:mod:`.proof`: resolved definitions, stated conditions)
+    counts as not covered, like a missing one: refused, or marked uncovered under allow_partial.
+    """
     v = Version(selection.version)
     checks = []
     for hook in selection.patch_set.hooks_for(v, cli=cli):
         if not hook.is_sglang:
             continue  # third-party targets (setproctitle) are checked when they are patched
         checks.append((hook, check_target_in_tree(root, hook)))
-    return Coverage(selection, tuple(checks))
+    if not prove:
+        return Coverage(selection, tuple(checks))
+    from dataclasses import replace
+
+    from sglang_eagle_nccl.knowledge.sglang import installed_proof
+
+    # The index's patch set (start-up) carries no relies_on: the manifest itself states them.
+    stated = next((s for s in load_manifests() if s.id == selection.patch_set.id), selection.patch_set)
+    proofs = installed_proof.prove_installed(stated, selection.version, root, cli=cli, compute=compute)
+    failed = installed_proof.unproven(proofs or {})
+    checks = [(h, replace(c, unproven=failed[h.target], reason=c.reason or f"behaviour not proven: {failed[h.target]}")
+               if c.ok and h.target in failed else c) for h, c in checks]
+    return Coverage(selection, tuple(checks), proofs)
 
 
 def require_coverage(coverage: Coverage, *, allow_partial: bool) -> None:

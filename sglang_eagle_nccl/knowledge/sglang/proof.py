@@ -152,7 +152,7 @@ def prove(tree: callgraph.SourceTree, target: str, statement: Any, *,
                 missing.append(variable)
         if missing:
             return Proof(**base, ok=False, proofs=tuple(proofs),
-                         reason=_why_no_write(tree, start, missing, r, elsewhere))
+                         reason=_why_no_write(tree, start, missing, accept, elsewhere))
         return Proof(**base, ok=True, proofs=tuple(proofs), conditions=_conditions(conds),
                      depth=max(p["depth"] for p in proofs))
     name = statement.subject[0]
@@ -161,7 +161,7 @@ def prove(tree: callgraph.SourceTree, target: str, statement: Any, *,
         return Proof(**base, ok=False, reason=f"{start} not found")
     hit = r.reaches(name)
     if hit is None:
-        return Proof(**base, ok=False, reason=_why_not_reached(tree, start, name, r))
+        return Proof(**base, ok=False, reason=_why_not_reached(tree, start, name, accept))
     depth, caller, conds = hit
     return Proof(**base, ok=True, depth=depth, path=f"{_path_text(r, caller)} -> {_short(name)}",
                  conditions=_conditions(conds), steps=(*r.path_to(caller), name))
@@ -178,13 +178,17 @@ def _unresolved_note(r: callgraph.Reach, name: str | None = None) -> str:
     return ""
 
 
-def _why_not_reached(tree: callgraph.SourceTree, start: str, name: str, strict: callgraph.Reach) -> str:
+def _unstated(conds: Sequence[Condition], accept: callgraph.Accept) -> str:
+    return "; ".join(_conditions([c for c in conds if not accept(c)]))
+
+
+def _why_not_reached(tree: callgraph.SourceTree, start: str, name: str, accept: callgraph.Accept) -> str:
     anywhere = callgraph.reach(tree, start, calls=[name], accept=callgraph._accept_all)
     hit = anywhere.reaches(name)
     if hit is not None:
         depth, caller, conds = hit
         return (f"{name} is reached only under a condition the statement does not state: "
-                f"{'; '.join(_conditions(conds))} (path {_path_text(anywhere, caller)} -> {_short(name)})")
+                f"{_unstated(conds, accept)} (path {_path_text(anywhere, caller)} -> {_short(name)})")
     namesakes = [k for k in anywhere.calls if _short(k) == _short(name)]
     if namesakes:
         depth, caller, _ = anywhere.calls[namesakes[0]]
@@ -194,16 +198,16 @@ def _why_not_reached(tree: callgraph.SourceTree, start: str, name: str, strict: 
             + _unresolved_note(anywhere, name))
 
 
-def _why_no_write(tree: callgraph.SourceTree, start: str, missing: list[str], strict: callgraph.Reach,
+def _why_no_write(tree: callgraph.SourceTree, start: str, missing: list[str], accept: callgraph.Accept,
                   elsewhere: Any) -> str:
     anywhere = callgraph.reach(tree, start, writes=missing, accept=callgraph._accept_all)
     parts = []
     for variable in missing:
         hits = anywhere.writes_of(variable)
         if hits:
-            write, _ = min(hits, key=lambda h: (len(h[0].conditions), h[1]))
+            write, _ = min(hits, key=lambda h: (sum(not accept(c) for c in h[0].conditions), h[1]))
             parts.append(f"{variable} is written at {write.where()} only under a condition the statement does not "
-                         f"state: {'; '.join(_conditions(write.conditions))}")
+                         f"state: {_unstated(write.conditions, accept)}")
     unconditional = [v for v in missing if not anywhere.writes_of(v)]
     if unconditional:
         found = list(elsewhere(unconditional)) if elsewhere is not None else []
