@@ -73,7 +73,7 @@ def prove_installed(patch_set: Any, version: str, root: Path, *, cli: bool = Tru
     """
     from packaging.version import Version
 
-    from sglang_eagle_nccl.knowledge.sglang import callgraph, patchsets, proof
+    from sglang_eagle_nccl.knowledge.sglang import callgraph, proof
 
     manifest_text = Path(patch_set.path).read_text("utf-8") if patch_set.path else ""
     key = cache_key(root, manifest_text)
@@ -91,7 +91,7 @@ def prove_installed(patch_set: Any, version: str, root: Path, *, cli: bool = Tru
     v = Version(version)
     hooks = [h for h in patch_set.hooks_for(v, cli=cli) if h.is_sglang and h.relies_on]
     callbacks = {c for h in hooks for r in h.relies_on for c in r.callbacks}
-    tree = callgraph.SourceTree(patchsets.directory_reader(root), callback_helpers=callbacks)
+    tree = callgraph.SourceTree(_reader(root), callback_helpers=callbacks)
     out: dict[str, list[dict[str, Any]]] = {}
     for hook in hooks:
         out[hook.target] = [proof.prove(tree, hook.target, r).to_dict() for r in hook.relies_on if r.applies_to(v)]
@@ -104,6 +104,14 @@ def prove_installed(patch_set: Any, version: str, root: Path, *, cli: bool = Tru
         except OSError:
             pass  # an unwritable cache costs time, never the answer
     return out
+
+
+def _reader(root: Path):
+    def read(rel: str) -> str | None:
+        path = root / rel
+        return path.read_text("utf-8", errors="replace") if path.is_file() else None
+
+    return read
 
 
 def unproven(proofs: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
