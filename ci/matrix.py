@@ -431,6 +431,7 @@ def render_markdown(results: list[dict], sets) -> str:
                 lines.append(f"- `{short(h['target'])}` {b['statement']}: {b['why']}. Proof: {_proof_text(b)}")
         lines.append("")
 
+    lines += _render_conditions(results)
     lines += ["## Correctness writes and the hook that guards each", "",
               "Every write of a variable SGLang sets for correctness (`[patch_set.correctness_writes]`) found anywhere "
               "in SGLang's package, and the hook target it is reachable from (a profile setting it is refused "
@@ -449,6 +450,40 @@ def render_markdown(results: list[dict], sets) -> str:
     lines += ["", "Targets:", ""]
     lines += [f"- `{t}`" for t in targets]
     return "\n".join(lines) + "\n"
+
+
+def _render_conditions(results: list[dict]) -> list[str]:
+    """Where a behaviour holds only under a condition: per hook and behaviour, the releases and the conditions."""
+    rows: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for r in results:
+        for h in r["hooks"]:
+            for b in h.get("behaviours", []):
+                if not b.get("ok"):
+                    continue
+                conds = list(b.get("conditions", []))
+                for p in b.get("proofs", []):
+                    conds += [c for c in p.get("conditions", []) if c not in conds]
+                subject = b["statement"].split(" when ")[0]
+                text = "; ".join(re.sub(r" at (\S+\.py):\d+", r" (\1)", c) for c in conds) or "unconditional"
+                rows.setdefault((short(h["target"]), subject), []).append((r["version"], text))
+    lines = ["## Conditions: where a behaviour holds only under a condition", "",
+             "Each stated behaviour, the releases where it was proven, and the conditions on its path (the source "
+             "text of SGLang's test and its file; each stated in the manifest's `when`). Rows where every release "
+             "is unconditional are left out.", "", "| hook | behaviour | SGLang | only under |", "|---|---|---|---|"]
+    for (target, subject), items in rows.items():
+        if all(text == "unconditional" for _, text in items):
+            continue
+        groups: list[tuple[str, list[str]]] = []
+        for version, text in items:
+            if groups and groups[-1][0] == text:
+                groups[-1][1].append(version)
+            else:
+                groups.append((text, [version]))
+        for text, vs in groups:
+            span = vs[0] if len(vs) == 1 else f"{vs[0]} – {vs[-1]}"
+            escaped = text.replace("|", "\\|")  # a condition's `or` is safe; a bitwise | would split the cell
+            lines.append(f"| `{target}` | {subject} | {span} | {escaped} |")
+    return [*lines, ""]
 
 
 def _strip_lines(text: str) -> str:
