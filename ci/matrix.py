@@ -9,8 +9,10 @@ never imported):
 1. every hook target that applies to the release exists with the parameters its handler reads;
 2. every behaviour the hook states (`relies_on`) holds, through a static call graph over SGLang's
    own calls (sglang_eagle_nccl/knowledge/sglang/callgraph.py, at most callgraph.MAX_DEPTH calls
-   deep): the named NCCL variables are written inside the target, the named function is called
-   inside it (so a `before` hook precedes it);
+   deep), judged by sglang_eagle_nccl/knowledge/sglang/proof.py (the same checker start-up and
+   `doctor` run on an installed SGLang): the named NCCL variables are written inside the target,
+   the named *definition* (not a namesake) is called inside it (so a `before` hook precedes it),
+   each with no condition on the path or only the conditions the statement states (`when`);
 3. every write of a correctness variable (`[patch_set.correctness_writes]`, e.g. deterministic
    inference's NCCL_ALGO) anywhere in SGLang's package is reachable from a hook that claims it, so a
    write that moved to a method hooked only from a later release fails here, naming where it went;

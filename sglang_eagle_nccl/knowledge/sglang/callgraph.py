@@ -14,17 +14,30 @@ questions a manifest's ``relies_on`` statements ask of a target:
 - which functions and classes it reaches (to prove order: a ``before`` hook on a call that
   reaches ``init_distributed_environment`` runs before the scheduler's communicators exist).
 
-What is followed, within the ``sglang`` package only (third-party code is a leaf, known by the
-name it is called by): calls of module functions, of imported names (``from X import f`` at
-module or function level, ``import a.b as m; m.f()``, re-exports through a package's
-``__init__`` and ``import *``), ``self.method()`` / ``cls.method()`` through the class's bases,
-``super().method()``, ``Class.method()``, class constructors (``__init__``, and
-``__post_init__`` when the class has no ``__init__`` of its own: a dataclass or msgspec record),
-local aliases (``Worker = A if overlap else B; Worker(...)``) and functions passed as arguments
-(``run_post_process_pass(args, _page_size_default)``: a callback is called). Not followed:
-attributes whose type only runs know (``self.tp_worker.forward()``), ``getattr`` by string, and
-nested functions that are defined but never called. So a missing path can mean "moved to where
-static analysis cannot see"; the matrix then fails loudly and a person looks, which is the point.
+What is followed, within the ``sglang`` package only (third-party code is a leaf, named by its
+dotted import name: ``torch.distributed.new_group``, ``multiprocessing.set_start_method``): calls of
+module functions, of imported names (``from X import f`` at module or function level, ``import
+a.b as m; m.f()``, re-exports through a package's ``__init__`` and ``import *``), ``self.method()``
+/ ``cls.method()`` through the class's bases, ``super().method()``, ``Class.method()``, class
+constructors (``__init__``, and ``__post_init__`` when the class has no ``__init__`` of its own: a
+dataclass or msgspec record), methods of instance attributes (``self.nccl = NCCLLibrary(...)``;
+``self.nccl.ncclCommInitRank()``), of annotated parameters (``parser: ArgumentParser``), local
+aliases (``Worker = A if overlap else B; Worker(...)``), and Ray actors (``Actor.options``). Every
+call is resolved to the *definition* it reaches ("module:Qualified.name"); a call that resolves
+to nothing (an unannotated parameter's method, an attribute whose type only runs know,
+``getattr`` by string) is recorded as unresolved and never matches a name.
+
+Conditions (:class:`_Walker` states the rules): every call and write carries the conditions under
+which it runs (``if`` tests, early returns, ``while``, ``except``, ``match``, ``and`` / ``or``
+operands, conditional expressions), with source text and line; a branch that never runs (``if
+False:``, ``if TYPE_CHECKING:``, a loop over a literal empty collection) is not walked; what both
+branches of an ``if`` do is unconditional. A callee that may be one of several definitions is a
+condition of its own (``TpWorkerClass is TpModelWorker``). :func:`reach` follows only the paths
+whose conditions its ``accept`` accepts (by default none). A function passed as an argument is
+followed only for APIs that call it (:data:`CALLBACK_APIS`: process and thread targets,
+executors, Ray) and for SGLang helpers a manifest names; ``atexit``, signal handlers and
+finalizers are never followed. :mod:`~sglang_eagle_nccl.knowledge.sglang.proof` turns this into
+the verdict on a manifest's statement.
 
 How deep: :data:`MAX_DEPTH` calls from the target. The deepest statement any published release
 needs is ``Scheduler.__init__`` -> ``init_distributed_environment`` in 0.5.16-0.5.20:
