@@ -71,10 +71,6 @@ def prove_installed(patch_set: Any, version: str, root: Path, *, cli: bool = Tru
     From the cache when the installed wheel, the code and the manifest are unchanged; otherwise
     proven now when ``compute`` (default: unless this process is a multiprocessing child), else None.
     """
-    from packaging.version import Version
-
-    from sglang_eagle_nccl.knowledge.sglang import callgraph, proof
-
     manifest_text = Path(patch_set.path).read_text("utf-8") if patch_set.path else ""
     key = cache_key(root, manifest_text)
     folder = cache_dir()
@@ -88,6 +84,11 @@ def prove_installed(patch_set: Any, version: str, root: Path, *, cli: bool = Tru
         compute = not _is_child()
     if not compute:
         return None
+    # The proof's imports only where it runs: a hit or a skip needs none of them.
+    from packaging.version import Version
+
+    from sglang_eagle_nccl.knowledge.sglang import callgraph, proof
+
     v = Version(version)
     hooks = [h for h in patch_set.hooks_for(v, cli=cli) if h.is_sglang and h.relies_on]
     callbacks = {c for h in hooks for r in h.relies_on for c in r.callbacks}
