@@ -29,12 +29,11 @@ HERE = Path(__file__).resolve().parent
 
 
 def record_file(root: Path) -> Path | None:
-    """The installed SGLang's ``RECORD`` (``sglang-X.dist-info/RECORD`` next to the package)."""
-    for info in sorted(root.glob("sglang-*.dist-info")):
-        record = info / "RECORD"
-        if record.is_file():
-            return record
-    return None
+    """The installed SGLang's ``RECORD`` (in its dist-info folder next to the package: contract.versions)."""
+    from sglang_eagle_nccl.contract.versions import record_beside
+
+    found = record_beside(str(root))
+    return Path(found) if found else None
 
 
 def cache_key(root: Path, manifest_text: str) -> str | None:
