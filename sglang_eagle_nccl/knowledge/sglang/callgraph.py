@@ -977,8 +977,8 @@ def reach(tree: SourceTree, target: str, depth: int = MAX_DEPTH, *, writes: Iter
                 if len(callees) > 1:
                     # Which of several definitions runs is decided at run time: each is a condition of its own,
                     # written as the choice (``TpWorkerClass is TpModelWorker``).
-                    chosen = (callee.qualname if isinstance(callee, (Function, ClassInfo)) else str(callee)).split(".")
-                    choice = Condition(f"{edge.text} is {chosen[-1]}", fn.module.path, edge.line)
+                    chosen = callee.qualname if isinstance(callee, (Function, ClassInfo)) else str(callee)
+                    choice = Condition(f"{edge.text} is {chosen}", fn.module.path, edge.line)
                     conds_here = (*path, *edge.conditions, choice)
                 else:
                     conds_here = conds
