@@ -217,3 +217,107 @@ def test_the_reason_for_a_missing_write_says_where_it_went_and_what_was_unresolv
     stated = proof.prove(tree, "sglang.a:start", S("writes", ("NCCL_A", "NCCL_C"), when=("flag",)))
     assert not stated.ok and [x["variable"] for x in stated.proofs] == ["NCCL_A"]
     assert stated.proofs[0]["conditions"] == ["`flag` at sglang/a.py:5"]
+
+
+def test_what_both_branches_do_is_unconditional_and_only_that():
+    tree = tree_of({"sglang/b.py": """
+        import os
+        class Base:
+            def __init__(self):
+                pass
+        class A(Base):
+            pass
+        class B(Base):
+            pass
+        def go():
+            pass
+        def other():
+            pass
+        def start(flag):
+            if flag:
+                go()
+                A()
+                os.environ["NCCL_X"] = "1"
+                os.environ["NCCL_Y"] = "1"
+                os.environ[name] = "1"
+            else:
+                go()
+                B()
+                other()
+                os.environ["NCCL_X"] = "2"
+                os.environ[name] = "2"
+    """})
+    r = callgraph.reach(tree, "sglang.b:start")
+    assert r.reaches("sglang.b:go") == (1, "sglang.b:start", ())
+    assert r.reaches("sglang.b:Base.__init__") is not None  # A() and B() run one inherited __init__
+    assert r.reaches("sglang.b:A") is None and r.reaches("sglang.b:other") is None
+    assert sorted({w.variable for w, _ in r.writes}) == ["NCCL_X"]  # NCCL_Y only in one branch; "?" never merged
+    [(x, _)] = [(w, d) for w, d in r.writes if w.variable == "NCCL_X"]
+    assert x.conditions == () and x.line == 18  # where the first branch writes it
+
+
+def test_a_helper_writes_the_variable_its_caller_names_under_the_helpers_conditions():
+    tree = tree_of({"sglang/h.py": """
+        import os
+        def put(name, value=None):
+            os.environ[name] = value
+        class Env:
+            def put(self, key, value):
+                if value:
+                    os.environ[key] = value
+            @staticmethod
+            def plain(key):
+                os.environ[key] = "1"
+        def start(v):
+            put("NCCL_A", "1")
+            put(name="NCCL_B")
+            put(v)
+            Env().put("NCCL_C", "1")
+    """})
+    r = callgraph.reach(tree, "sglang.h:start", accept=lambda c: True)
+    got = {w.variable: (w.how, tuple(c.text for c in w.conditions)) for w, _ in r.writes}
+    assert got == {"NCCL_A": ("helper:put", ()), "NCCL_B": ("helper:put", ()), "?": ("helper:put", ()),
+                   "NCCL_C": ("helper:Env.put", ("value",))}
+    assert {w.variable for w, _ in callgraph.reach(tree, "sglang.h:start").writes} == {"NCCL_A", "NCCL_B", "?"}
+
+
+def test_imports_inside_a_function_and_os_aliases():
+    tree = tree_of({"sglang/i.py": """
+        def start():
+            import os as o
+            from os import environ as e
+            from sglang.j import go
+            o.environ["NCCL_A"] = "1"
+            e["NCCL_B"] = "1"
+            o.putenv("NCCL_C", "1")
+            go()
+        def not_os():
+            import json as os
+            os.environ["NCCL_D"] = "1"
+    """, "sglang/j.py": "def go():\n    pass\n"})
+    r = callgraph.reach(tree, "sglang.i:start")
+    assert {w.variable for w, _ in r.writes} == {"NCCL_A", "NCCL_B", "NCCL_C"}
+    assert r.reaches("sglang.j:go") is not None
+    assert callgraph.reach(tree, "sglang.i:not_os").writes == []
+
+
+@pytest.mark.parametrize("test,known", [("True", True), ("0", False), ("None", False), ("'x'", True),
+                                        ("TYPE_CHECKING", False), ("typing.TYPE_CHECKING", False),
+                                        ("not TYPE_CHECKING", True), ("not flag", None), ("flag", None)])
+def test_a_test_known_without_running_it(test, known):
+    assert callgraph._constant(ast.parse(test, mode="eval").body) is known
+
+
+def test_the_proof_dict_and_short_names():
+    assert proof._short("sglang.m:A.f") == "f" and proof._short("torch.distributed.new_group") == "new_group"
+    assert proof._short("sglang.m:g") == "g"
+    p = proof.Proof("s", "w", True, depth=2, conditions=("c",))
+    assert p.to_dict() == {"statement": "s", "why": "w", "ok": True, "conditions": ["c"], "depth": 2}
+    assert proof.Proof("s", "w", False, reason="r").to_dict() == {"statement": "s", "why": "w", "ok": False, "reason": "r"}
+    tree = tree_of({"sglang/u.py": "def start(w):\n    w.go()\n    w.run()\n"})
+    r = proof.prove(tree, "sglang.u:start", S("reaches", ("sglang.x:go",)))
+    assert r.reason.endswith("the call `w.go` in start (line 2) cannot be resolved statically to a definition, "
+                             "so it proves nothing")
+    r = proof.prove(tree, "sglang.u:start", S("reaches", ("sglang.x:other",)))
+    assert r.reason.endswith("within 12 calls (through SGLang's own calls) (2 call(s) on the way cannot be resolved "
+                             "statically)")
