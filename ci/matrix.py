@@ -9,8 +9,10 @@ never imported):
 1. every hook target that applies to the release exists with the parameters its handler reads;
 2. every behaviour the hook states (`relies_on`) holds, through a static call graph over SGLang's
    own calls (sglang_eagle_nccl/knowledge/sglang/callgraph.py, at most callgraph.MAX_DEPTH calls
-   deep): the named NCCL variables are written inside the target, the named function is called
-   inside it (so a `before` hook precedes it);
+   deep), judged by sglang_eagle_nccl/knowledge/sglang/proof.py (the same checker start-up and
+   `doctor` run on an installed SGLang): the named NCCL variables are written inside the target,
+   the named *definition* (not a namesake) is called inside it (so a `before` hook precedes it),
+   each with no condition on the path or only the conditions the statement states (`when`);
 3. every write of a correctness variable (`[patch_set.correctness_writes]`, e.g. deterministic
    inference's NCCL_ALGO) anywhere in SGLang's package is reachable from a hook that claims it, so a
    write that moved to a method hooked only from a later release fails here, naming where it went;
@@ -50,13 +52,14 @@ from cache_root import cache_root  # noqa: E402 - the CI scripts' one cache rule
 
 from sglang_eagle_nccl.contract import versions as pep440  # noqa: E402
 from sglang_eagle_nccl.knowledge._toml import loads as toml_loads  # noqa: E402
-from sglang_eagle_nccl.knowledge.sglang import callgraph, manifest_index, patchsets  # noqa: E402
+from sglang_eagle_nccl.knowledge.sglang import callgraph, manifest_index, patchsets, proof  # noqa: E402
 
 VERSIONS = REPO / "ci" / "versions.toml"
 # What decides a release's result besides its wheel: a change to any of these re-checks every release.
 ANALYSIS_SOURCES = (
     Path(__file__).resolve(),
     REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "callgraph.py",
+    REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "proof.py",
     REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "patchsets.py",
     REPO / "sglang_eagle_nccl" / "contract" / "versions.py",
     REPO / "sglang_eagle_nccl" / "contract" / "hook_target.py",
@@ -110,8 +113,7 @@ class SharedModules:
     def __init__(self) -> None:
         self.previous: dict[tuple[str, str], object] = {}
 
-    def tree(self, zf: zipfile.ZipFile) -> callgraph.SourceTree:
-        read = zip_reader(zf)
+    def tree(self, read, callbacks=()) -> callgraph.SourceTree:
         texts: dict[str, str] = {}
 
         def cached_read(rel: str) -> str | None:
@@ -122,7 +124,7 @@ class SharedModules:
                 texts[rel] = text
             return texts[rel]
 
-        tree = callgraph.SourceTree(cached_read)
+        tree = callgraph.SourceTree(cached_read, callback_helpers=callbacks)
         loader = tree._load
         previous = self.previous
         current: dict[tuple[str, str], object] = {}
@@ -149,44 +151,10 @@ class SharedModules:
 # --- one release -----------------------------------------------------------------------------------
 
 
-def _path_text(reach: callgraph.Reach, key: str) -> str:
-    return " -> ".join(k.split(":", 1)[-1] for k in reach.path_to(key))
-
-
 def check_reliance(tree: callgraph.SourceTree, hook, reliance, names: list[str]) -> dict:
-    """One stated behaviour on one release: held (with the path that proves it) or failed (with what moved)."""
-    start = reliance.start or hook.target
-    out = {"statement": reliance.describe(), "why": reliance.why}
-    if reliance.kind == "writes":
-        r = callgraph.reach(tree, start, writes=reliance.subject)
-        if not r.found:
-            return {**out, "ok": False, "reason": f"{start} not found"}
-        proofs, missing = [], []
-        for variable in reliance.subject:
-            hits = r.writes_of(variable)
-            if hits:
-                write, depth = min(hits, key=lambda h: h[1])
-                proofs.append({"variable": variable, "depth": depth, "at": write.where(),
-                               "path": _path_text(r, write.function)})
-            else:
-                missing.append(variable)
-        if missing:
-            elsewhere = writes_anywhere(tree, missing, names=names)
-            moved = "; ".join(f"{w.variable} is written at {w.where()}" for w in elsewhere) or "SGLang writes it nowhere"
-            return {**out, "ok": False, "proofs": proofs,
-                    "reason": f"no write of {', '.join(missing)} reachable from {start} within "
-                              f"{callgraph.MAX_DEPTH} calls ({moved})"}
-        return {**out, "ok": True, "proofs": proofs, "depth": max(p["depth"] for p in proofs)}
-    name = reliance.subject[0]
-    r = callgraph.reach(tree, start, calls=[name])
-    if not r.found:
-        return {**out, "ok": False, "reason": f"{start} not found"}
-    hit = r.reaches(name)
-    if hit is None:
-        return {**out, "ok": False,
-                "reason": f"{name} is not called from {start} within {callgraph.MAX_DEPTH} calls (through SGLang's own calls)"}
-    depth, caller = hit
-    return {**out, "ok": True, "depth": depth, "path": f"{_path_text(r, caller)} -> {name}"}
+    """One stated behaviour on one release: held (with the path that proves it) or failed (with the reason)."""
+    return proof.prove(tree, hook.target, reliance,
+                       elsewhere=lambda variables: writes_anywhere(tree, variables, names=names)).to_dict()
 
 
 def writes_anywhere(tree: callgraph.SourceTree, variables, *, names: list[str] | None = None) -> list[callgraph.EnvWrite]:
@@ -206,62 +174,69 @@ def writes_anywhere(tree: callgraph.SourceTree, variables, *, names: list[str] |
 
 
 def check_version(version: str, wheel: Path, sets, shared: SharedModules | None = None) -> dict:
+    with zipfile.ZipFile(wheel) as zf:
+        return check_source(version, zip_reader(zf), zf.namelist(), sets, shared)
+
+
+def check_source(version: str, read, names: list[str], sets, shared: SharedModules | None = None) -> dict:
+    """One release's source, read through ``read(relative_path)`` (its wheel, or a forged copy: tests/forgery)."""
     selection = patchsets.select(version, sets)
     v = Version(version)
     patch_set = selection.patch_set
     rows = []
     failures: list[str] = []
-    with zipfile.ZipFile(wheel) as zf:
-        tree = shared.tree(zf) if shared else callgraph.SourceTree(zip_reader(zf))
-        names = zf.namelist()
-        read = tree._read
-        has_plugins = read("sglang/srt/plugins/hook_registry.py") is not None
-        claims: dict[str, list[str]] = {}  # variable -> starts of applicable writes statements
-        for hook in patch_set.hooks:
-            row = {"target": hook.target, "required": hook.required, "handler": hook.handler}
-            # Outside its version gate a hook does not apply, whoever's target it is ("–"); a third-party
-            # target inside it is external ("·"): not SGLang's source to check.
-            if not hook.applies_to(v):
-                rows.append({**row, "status": "n/a"})
+    # SGLang helpers that call the function passed to them, as the patch set's statements name them
+    callbacks = {c for h in patch_set.hooks for r in h.relies_on for c in r.callbacks}
+    tree = shared.tree(read, callbacks) if shared else callgraph.SourceTree(read, callback_helpers=callbacks)
+    read = tree._read
+    has_plugins = read("sglang/srt/plugins/hook_registry.py") is not None
+    claims: dict[str, list[str]] = {}  # variable -> starts of applicable writes statements
+    for hook in patch_set.hooks:
+        row = {"target": hook.target, "required": hook.required, "handler": hook.handler}
+        # Outside its version gate a hook does not apply, whoever's target it is ("–"); a third-party
+        # target inside it is external ("·"): not SGLang's source to check.
+        if not hook.applies_to(v):
+            rows.append({**row, "status": "n/a"})
+            continue
+        if not hook.is_sglang:
+            rows.append({**row, "status": "external"})
+            continue
+        check = patchsets.check_hook_with_reader(read, hook)
+        row.update(file=check.file, line=check.line)
+        if not check.ok:
+            rows.append({**row, "status": "missing", "reason": check.reason})
+            failures.append(f"{hook.target}: {check.reason}")
+            continue
+        behaviours = []
+        for reliance in hook.relies_on:
+            if not reliance.applies_to(v):
                 continue
-            if not hook.is_sglang:
-                rows.append({**row, "status": "external"})
-                continue
-            check = patchsets.check_hook_with_reader(read, hook)
-            row.update(file=check.file, line=check.line)
-            if not check.ok:
-                rows.append({**row, "status": "missing", "reason": check.reason})
-                failures.append(f"{hook.target}: {check.reason}")
-                continue
-            behaviours = []
-            for reliance in hook.relies_on:
-                if not reliance.applies_to(v):
-                    continue
-                result = check_reliance(tree, hook, reliance, names)
-                behaviours.append(result)
-                if reliance.kind == "writes":
-                    for variable in reliance.subject:
-                        claims.setdefault(variable, []).append(reliance.start or hook.target)
-                if not result["ok"]:
-                    failures.append(f"hook {hook.target} relies on SGLang: it {result['statement']} ({reliance.why}), "
-                                    f"but {result['reason']}")
-            status = "ok" if all(b["ok"] for b in behaviours) else "behaviour"
-            rows.append({**row, "status": status if behaviours else "exists", "behaviours": behaviours})
-        correctness = sorted({var for _, variables in patch_set.correctness_writes for var in variables})
-        guarded = []
-        for write in writes_anywhere(tree, correctness, names=names):
-            starts = claims.get(write.variable, [])
-            proof = None
-            for start in starts:
-                r = callgraph.reach(tree, start, calls=[write.function])
-                if r.reaches(write.function) is not None or write.function == start:
-                    proof = start
-                    break
-            guarded.append({"variable": write.variable, "at": write.where(), "by": proof})
-            if proof is None:
-                claimed = f"claimed only from {', '.join(starts)}" if starts else "no hook of the set claims it on this release"
-                failures.append(f"correctness write {write.variable} at {write.where()} is not reachable from any hook "
-                                f"({claimed}): a profile could override it silently")
+            result = check_reliance(tree, hook, reliance, names)
+            behaviours.append(result)
+            if reliance.kind == "writes":
+                for variable in reliance.subject:
+                    claims.setdefault(variable, []).append(reliance.start or hook.target)
+            if not result["ok"]:
+                failures.append(f"hook {hook.target} relies on SGLang: it {result['statement']} ({reliance.why}), "
+                                f"but {result['reason']}")
+        status = "ok" if all(b["ok"] for b in behaviours) else "behaviour"
+        rows.append({**row, "status": status if behaviours else "exists", "behaviours": behaviours})
+    correctness = sorted({var for _, variables in patch_set.correctness_writes for var in variables})
+    guarded = []
+    for write in writes_anywhere(tree, correctness, names=names):
+        starts = claims.get(write.variable, [])
+        proof = None
+        for start in starts:
+            # Any path counts here, conditional or not: a write that can happen inside the hooked call is seen.
+            r = callgraph.reach(tree, start, calls=[write.function], accept=lambda c: True)
+            if r.reaches(write.function) is not None or write.function == start:
+                proof = start
+                break
+        guarded.append({"variable": write.variable, "at": write.where(), "by": proof})
+        if proof is None:
+            claimed = f"claimed only from {', '.join(starts)}" if starts else "no hook of the set claims it on this release"
+            failures.append(f"correctness write {write.variable} at {write.where()} is not reachable from any hook "
+                            f"({claimed}): a profile could override it silently")
     mech_ok = (patch_set.mechanism == "hook_registry") == has_plugins
     if not mech_ok:
         failures.append(f"manifest says mechanism {patch_set.mechanism} but the wheel "
@@ -387,6 +362,24 @@ def short(target: str) -> str:
 MARKS = {"ok": "✓", "exists": "○", "behaviour": "✗", "missing": "✗", "n/a": "–", "external": "·"}
 
 
+def render_row(result: dict, targets: list[str]) -> str:
+    """One release's row of the table: its version, patch set, mechanism and one mark per hook target."""
+    cells = []
+    for t in targets:
+        h = next((x for x in result["hooks"] if x["target"] == t), None)
+        cells.append(MARKS[h["status"]] if h else "–")
+    mech = result["mechanism"] + ("" if result["mechanism_ok"] else " ✗")
+    return f"| {result['version']} | {result['patch_set']} | {mech} | " + " | ".join(cells) + " |"
+
+
+def _proof_text(b: dict) -> str:
+    """How a behaviour was proven: the path (or each variable's write and path), and the stated conditions it needed."""
+    proof = b.get("path") or "; ".join(f"{p['variable']} at {p['at']} via {p['path']}" for p in b.get("proofs", []))
+    if b.get("conditions"):
+        proof += " — only under " + "; ".join(b["conditions"])
+    return proof
+
+
 def render_markdown(results: list[dict], sets) -> str:
     targets: list[str] = []
     for r in results:
@@ -405,21 +398,26 @@ def render_markdown(results: list[dict], sets) -> str:
         "missing (the matrix fails); ○ the target exists and the hook claims no behaviour on this release; "
         "– not applicable to this release; · third-party target (checked when patched).",
         "",
+        "What a ✓ proves (`sglang_eagle_nccl/knowledge/sglang/proof.py`): each call on the path resolves, through "
+        "imports, aliases, `self.` methods along the class's bases, annotated parameters and instance attributes, "
+        "to the exact definition the statement names (a same-named function elsewhere, or a call that cannot be "
+        "resolved statically, proves nothing); the behaviour is reached with no condition on the path, or only "
+        "under the conditions the statement states (`when`: a test's source text, or a server `--flag` the plugin "
+        "checks at run time), listed with file and line under each proof below; a function passed as an "
+        "argument counts as called only by a process/thread target, an executor, Ray or a helper the statement "
+        "names (`callbacks`), never by `atexit`, a signal handler or a finalizer. It is *checked* (read from "
+        "the source), not *ran*. Forged copies of five releases must fail it: `tests/forgery/`.",
+        "",
         f"Behaviours are proven on a static call graph over SGLang's own calls, at most {callgraph.MAX_DEPTH} "
         "calls deep (`sglang_eagle_nccl/knowledge/sglang/callgraph.py`). Every release listed here is "
         "*tested*: the plugin reports any other version (never published, pre-release, dev build, newer) as "
-        "untested and checks its targets in the installed source at start-up.",
+        "untested and, at start-up and in `doctor`, checks its targets **and runs the same behaviour proof** "
+        "on the installed source.",
         "",
         "| SGLang | patch set | mechanism | " + " | ".join(f"`{short(t)}`" for t in targets) + " |",
         "|---|---|---|" + "---|" * len(targets),
     ]
-    for r in results:
-        cells = []
-        for t in targets:
-            h = next((x for x in r["hooks"] if x["target"] == t), None)
-            cells.append(MARKS[h["status"]] if h else "–")
-        mech = r["mechanism"] + ("" if r["mechanism_ok"] else " ✗")
-        lines.append(f"| {r['version']} | {r['patch_set']} | {mech} | " + " | ".join(cells) + " |")
+    lines += [render_row(r, targets) for r in results]
     lines = with_ran(lines)
 
     lines += ["", "## What each hook relies on, and the proof on the newest release of each patch set", ""]
@@ -433,10 +431,10 @@ def render_markdown(results: list[dict], sets) -> str:
         lines += [f"### {ps.id} (proof on {r['version']})", ""]
         for h in r["hooks"]:
             for b in h.get("behaviours", []):
-                proof = b.get("path") or "; ".join(f"{p['variable']} at {p['at']} via {p['path']}" for p in b.get("proofs", []))
-                lines.append(f"- `{short(h['target'])}` {b['statement']}: {b['why']}. Proof: {proof}")
+                lines.append(f"- `{short(h['target'])}` {b['statement']}: {b['why']}. Proof: {_proof_text(b)}")
         lines.append("")
 
+    lines += _render_conditions(results)
     lines += ["## Correctness writes and the hook that guards each", "",
               "Every write of a variable SGLang sets for correctness (`[patch_set.correctness_writes]`) found anywhere "
               "in SGLang's package, and the hook target it is reachable from (a profile setting it is refused "
@@ -498,6 +496,40 @@ def with_ran(lines: list[str], path: Path = RAN_RESULTS) -> list[str]:
     if owed:
         out += ["", *(f"- {version}: not run yet ({why})" for version, why in owed.items())]
     return out
+
+
+def _render_conditions(results: list[dict]) -> list[str]:
+    """Where a behaviour holds only under a condition: per hook and behaviour, the releases and the conditions."""
+    rows: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for r in results:
+        for h in r["hooks"]:
+            for b in h.get("behaviours", []):
+                if not b.get("ok"):
+                    continue
+                conds = list(b.get("conditions", []))
+                for p in b.get("proofs", []):
+                    conds += [c for c in p.get("conditions", []) if c not in conds]
+                subject = b["statement"].split(" when ")[0]
+                text = "; ".join(re.sub(r" at (\S+\.py):\d+", r" (\1)", c) for c in conds) or "unconditional"
+                rows.setdefault((short(h["target"]), subject), []).append((r["version"], text))
+    lines = ["## Conditions: where a behaviour holds only under a condition", "",
+             "Each stated behaviour, the releases where it was proven, and the conditions on its path (the source "
+             "text of SGLang's test and its file; each stated in the manifest's `when`). Rows where every release "
+             "is unconditional are left out.", "", "| hook | behaviour | SGLang | only under |", "|---|---|---|---|"]
+    for (target, subject), items in rows.items():
+        if all(text == "unconditional" for _, text in items):
+            continue
+        groups: list[tuple[str, list[str]]] = []
+        for version, text in items:
+            if groups and groups[-1][0] == text:
+                groups[-1][1].append(version)
+            else:
+                groups.append((text, [version]))
+        for text, vs in groups:
+            span = vs[0] if len(vs) == 1 else f"{vs[0]} – {vs[-1]}"
+            escaped = text.replace("|", "\\|")  # a condition's `or` is safe; a bitwise | would split the cell
+            lines.append(f"| `{target}` | {subject} | {span} | {escaped} |")
+    return [*lines, ""]
 
 
 def _strip_lines(text: str) -> str:

@@ -175,6 +175,17 @@ def _version_beside_package(package: str) -> str | None:
     return None
 
 
+def record_beside(site: str, package: str = "sglang") -> str | None:
+    """The ``RECORD`` of the one ``<package>-*.dist-info`` in the folder ``site`` (pip's hash of every
+    installed file: what keys a result derived from the installed source), or None."""
+    try:
+        found = [n for n in os.listdir(site) if n.startswith(package + "-") and n.endswith(".dist-info")]
+    except OSError:
+        return None
+    record = os.path.join(site, found[0], "RECORD") if len(found) == 1 else None
+    return record if record is not None and os.path.isfile(record) else None
+
+
 def installed_version(distribution: str) -> str | None:
     """The installed version of ``distribution`` from its package metadata, or None when it is not installed."""
     from importlib.metadata import PackageNotFoundError, version

@@ -194,13 +194,16 @@ def run_doctor(profile: Any = None, problems: list[str] | None = None) -> Doctor
                 "sglang_writes": list(sel.patch_set.sglang_writes),
             }
             if root is not None:
-                cov = patchsets.check_coverage(sel, root, cli=True)
+                # Names, parameters and each hook's stated behaviour, proven on the installed source (cached
+                # per installed wheel; the same proof as the compatibility matrix).
+                cov = patchsets.check_coverage(sel, root, cli=True, prove=True, compute=True)
                 for hook, check in cov.checks:
-                    targets.append({**check.to_dict(), "required": hook.required, "handler": hook.handler})
+                    targets.append({**check.to_dict(), "required": hook.required, "handler": hook.handler,
+                                    "behaviours": (cov.proofs or {}).get(hook.target, [])})
                 if cov.missing_required:
                     problems.append(
-                        f"{len(cov.missing_required)} required hook target(s) missing in the installed SGLang: "
-                        + ", ".join(c.target for c in cov.missing_required)
+                        f"{len(cov.missing_required)} required hook target(s) missing or with a behaviour no longer "
+                        "proven in the installed SGLang: " + ", ".join(c.target for c in cov.missing_required)
                     )
         except patchsets.PatchSetError as exc:
             problems.append(str(exc))
@@ -245,6 +248,19 @@ def run_doctor(profile: Any = None, problems: list[str] | None = None) -> Doctor
     )
 
 
+def format_behaviours(behaviours: list[dict[str, Any]]) -> list[str]:
+    """Each stated behaviour (relies_on) of a hook: ✓ with the path that proves it, ✗ with the reason."""
+    lines = []
+    for b in behaviours:
+        if b.get("ok"):
+            proof = b.get("path") or "; ".join(f"{p['variable']} at {p['at']} via {p['path']}" for p in b.get("proofs", []))
+            under = f" [under {'; '.join(b['conditions'])}]" if b.get("conditions") else ""
+            lines.append(f"      ✓ {b['statement']}: {proof}{under}")
+        else:
+            lines.append(f"      ✗ {b['statement']}: {b.get('reason', '')}")
+    return lines
+
+
 def format_doctor(report: DoctorReport) -> str:
     lines = [f"sglang-eagle-nccl {report.plugin} on Python {report.python}", ""]
     lines.append("Packages")
@@ -263,6 +279,7 @@ def format_doctor(report: DoctorReport) -> str:
             mark = "✓" if t["ok"] else ("✗" if t["required"] else "⚠")
             where = f"{t['file']}:{t['line']}" if t.get("file") and t.get("line") else (t.get("reason") or "")
             lines.append(f"  {mark} {t['target']:<78} {where}")
+            lines.extend(format_behaviours(t.get("behaviours", [])))
         lines.append("")
     if report.native is not None:
         lines += [*format_native_status(report.native), ""]

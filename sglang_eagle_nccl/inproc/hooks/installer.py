@@ -74,7 +74,9 @@ def select() -> Selection:
 
         root = patchsets.installed_root()
         if root is not None:
-            coverage = patchsets.check_coverage(selection, root, cli=STATE.cli_hooks)
+            # Names, parameters and each hook's stated behaviour (cached per installed wheel; SGLang's
+            # spawned children read the launcher's result and never parse SGLang themselves).
+            coverage = patchsets.check_coverage(selection, root, cli=STATE.cli_hooks, prove=True)
             allow_partial = bool(STATE.policy.get("allow_partial")) or _cli_allows_partial()
             patchsets.require_coverage(coverage, allow_partial=allow_partial)
             uncovered = [c.to_dict() for c in coverage.missing_required + coverage.missing_optional]

@@ -14,17 +14,30 @@ questions a manifest's ``relies_on`` statements ask of a target:
 - which functions and classes it reaches (to prove order: a ``before`` hook on a call that
   reaches ``init_distributed_environment`` runs before the scheduler's communicators exist).
 
-What is followed, within the ``sglang`` package only (third-party code is a leaf, known by the
-name it is called by): calls of module functions, of imported names (``from X import f`` at
-module or function level, ``import a.b as m; m.f()``, re-exports through a package's
-``__init__`` and ``import *``), ``self.method()`` / ``cls.method()`` through the class's bases,
-``super().method()``, ``Class.method()``, class constructors (``__init__``, and
-``__post_init__`` when the class has no ``__init__`` of its own: a dataclass or msgspec record),
-local aliases (``Worker = A if overlap else B; Worker(...)``) and functions passed as arguments
-(``run_post_process_pass(args, _page_size_default)``: a callback is called). Not followed:
-attributes whose type only runs know (``self.tp_worker.forward()``), ``getattr`` by string, and
-nested functions that are defined but never called. So a missing path can mean "moved to where
-static analysis cannot see"; the matrix then fails loudly and a person looks, which is the point.
+What is followed, within the ``sglang`` package only (third-party code is a leaf, named by its
+dotted import name: ``torch.distributed.new_group``, ``multiprocessing.set_start_method``): calls of
+module functions, of imported names (``from X import f`` at module or function level, ``import
+a.b as m; m.f()``, re-exports through a package's ``__init__`` and ``import *``), ``self.method()``
+/ ``cls.method()`` through the class's bases, ``super().method()``, ``Class.method()``, class
+constructors (``__init__``, and ``__post_init__`` when the class has no ``__init__`` of its own: a
+dataclass or msgspec record), methods of instance attributes (``self.nccl = NCCLLibrary(...)``;
+``self.nccl.ncclCommInitRank()``), of annotated parameters (``parser: ArgumentParser``), local
+aliases (``Worker = A if overlap else B; Worker(...)``), and Ray actors (``Actor.options``). Every
+call is resolved to the *definition* it reaches ("module:Qualified.name"); a call that resolves
+to nothing (an unannotated parameter's method, an attribute whose type only runs know,
+``getattr`` by string) is recorded as unresolved and never matches a name.
+
+Conditions (:class:`_Walker` states the rules): every call and write carries the conditions under
+which it runs (``if`` tests, early returns, ``while``, ``except``, ``match``, ``and`` / ``or``
+operands, conditional expressions), with source text and line; a branch that never runs (``if
+False:``, ``if TYPE_CHECKING:``, a loop over a literal empty collection) is not walked; what both
+branches of an ``if`` do is unconditional. A callee that may be one of several definitions is a
+condition of its own (``TpWorkerClass is TpModelWorker``). :func:`reach` follows only the paths
+whose conditions its ``accept`` accepts (by default none). A function passed as an argument is
+followed only for APIs that call it (:data:`CALLBACK_APIS`: process and thread targets,
+executors, Ray) and for SGLang helpers a manifest names; ``atexit``, signal handlers and
+finalizers are never followed. :mod:`~sglang_eagle_nccl.knowledge.sglang.proof` turns this into
+the verdict on a manifest's statement.
 
 How deep: :data:`MAX_DEPTH` calls from the target. The deepest statement any published release
 needs is ``Scheduler.__init__`` -> ``init_distributed_environment`` in 0.5.16-0.5.20:
@@ -44,6 +57,7 @@ the parsed modules of byte-identical files from the previous release.
 from __future__ import annotations
 
 import ast
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -68,6 +82,7 @@ class EnvWrite:
     file: str
     line: int
     function: str  # "module:Qualified.name" of the function that makes the write
+    conditions: tuple[Condition, ...] = ()  # what must hold for it to run (in its function, or on the whole path)
 
     def where(self) -> str:
         return f"{self.file}:{self.line} ({self.function.split(':', 1)[1]})"
@@ -172,11 +187,15 @@ def _string(node: ast.AST | None) -> str | None:
 class SourceTree:
     """SGLang's modules, read through ``read(relative_path)`` (a wheel or a site-packages folder) and parsed once."""
 
-    def __init__(self, read: Reader, package: str = PACKAGE) -> None:
+    def __init__(self, read: Reader, package: str = PACKAGE, *, callback_helpers: Iterable[str] = ()) -> None:
         self._read = read
         self.package = package
+        # SGLang functions that call a function passed to them (``run_hook(handle_x, args)``), named by a manifest
+        self.callback_helpers = frozenset(callback_helpers)
         self._modules: dict[str, Module | None] = {}
         self._summaries: dict[int, _Summary] = {}
+        self._attributes: dict[tuple[int, str], list[object]] = {}
+        self._assigned: dict[int, dict[str, list[tuple[Function, ast.expr]]]] = {}
 
     # --- modules and names ----------------------------------------------------------------------
 
@@ -315,10 +334,28 @@ class SourceTree:
                     out += self._resolve_expr(module, value, fn, {}, seen, depth + 1)
                 return out
             if fn is not None:
+                annotation = _annotation_of(fn, name)
+                if annotation is not None:
+                    # A parameter is an instance of the class its annotation names (``parser: ArgumentParser``).
+                    return [_instance_of(x) for x in self._resolve_expr(module, annotation, None, {}, seen, depth + 1)
+                            if isinstance(x, (ClassInfo, str))]
+                if _is_parameter(fn, name):
+                    return []  # an unannotated parameter: its value is the caller's, not a module-level namesake
                 binding = self._local_imports(fn).get(name)
                 if binding is not None:
                     return self._imported(binding, seen)
             return self.lookup(module.name, name, seen)
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):  # a string annotation
+            try:
+                parsed = ast.parse(expr.value, mode="eval").body
+            except SyntaxError:
+                return []
+            return self._resolve_expr(module, parsed, fn, local, seen, depth + 1)
+        if isinstance(expr, ast.Subscript) and _last_name(expr.value) == "Optional":
+            return self._resolve_expr(module, expr.slice, fn, local, seen, depth + 1)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):  # ``X | None`` annotations
+            return [x for side in (expr.left, expr.right)
+                    for x in self._resolve_expr(module, side, fn, local, seen, depth + 1)]
         if isinstance(expr, ast.IfExp):
             return (self._resolve_expr(module, expr.body, fn, local, seen, depth + 1)
                     + self._resolve_expr(module, expr.orelse, fn, local, seen, depth + 1))
@@ -331,7 +368,13 @@ class SourceTree:
             return [_Super(fn.cls)]
         if isinstance(expr, ast.Call):  # Class(...).method(): a method of the new instance
             made = self._resolve_expr(module, expr.func, fn, local, seen, depth + 1)
-            return [_Instance(c) for c in made if isinstance(c, ClassInfo)]
+            if made == ["ray.remote"] and expr.args:  # ray.remote(Class): that class as a Ray actor
+                actors = [c for c in self._resolve_expr(module, expr.args[0], fn, local, seen, depth + 1)
+                          if isinstance(c, ClassInfo)]
+                if actors:
+                    return [c.key for c in actors]
+            return [_Instance(c) if isinstance(c, ClassInfo) else f"{c}()" for c in made
+                    if isinstance(c, (ClassInfo, str))]
         if isinstance(expr, ast.Attribute):
             out = []
             for owner in self._resolve_expr(module, expr.value, fn, local, seen, depth + 1):
@@ -344,12 +387,58 @@ class SourceTree:
                     method = self.method(klass, expr.attr)
                     if method is not None:
                         out.append(method)
+                    elif isinstance(owner, ClassInfo) and self._is_ray_actor(klass):
+                        out.append(f"{klass.key}.{expr.attr}")  # Actor.options / Actor.remote, Ray's, of this actor
+                    elif isinstance(owner, _Instance) and depth < 3:
+                        out += self.instance_attribute(klass, expr.attr, seen, depth + 1)
                 elif isinstance(owner, _Super):
                     method = self.method(owner.cls, expr.attr, after=owner.cls)
                     if method is not None:
                         out.append(method)
             return out
         return []
+
+    def _is_ray_actor(self, cls: ClassInfo, where: Function | None = None) -> bool:
+        """A class decorated ``@ray.remote`` (``where``: the function a nested class is defined in, for its imports)."""
+        for decorator in cls.node.decorator_list:
+            head = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if "ray.remote" in (str(x) for x in self._resolve_expr(cls.module, head, where, {}, frozenset(), 0)):
+                return True
+        return False
+
+    def instance_attribute(self, cls: ClassInfo, attr: str, seen: frozenset[str] = frozenset(),
+                           depth: int = 0) -> list[object]:
+        """What ``self.attr`` may hold: every ``self.attr = value`` in the class and its bases, resolved (memoised)."""
+        key = (id(cls.node), attr)
+        if key in self._attributes:
+            return self._attributes[key]
+        self._attributes[key] = []  # a cycle (an attribute built from itself) resolves to nothing
+        out: list[object] = []
+        for klass in self.mro(cls):
+            for method, value in self._assignments(klass).get(attr, ()):
+                if isinstance(value, ast.Constant) and value.value is None:
+                    continue  # ``self.x = None`` until set: the attribute holds what is assigned later
+                out += self._resolve_expr(klass.module, value, method, {}, seen, depth + 1)
+        self._attributes[key] = out
+        return out
+
+    def _assignments(self, klass: ClassInfo) -> dict[str, list[tuple[Function, ast.expr]]]:
+        """``self.X = value`` in the methods of one class, by X (one walk per class)."""
+        found = self._assigned.get(id(klass.node))
+        if found is not None:
+            return found
+        found = {}
+        for node in klass.node.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            method = Function(klass.module, f"{klass.qualname}.{node.name}", node, klass)
+            for inner in _walk_body(node):
+                if isinstance(inner, ast.Assign):
+                    for t in inner.targets:
+                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                            found.setdefault(t.attr, []).append((method, inner.value))
+        self._assigned[id(klass.node)] = found
+        return found
 
     def _local_imports(self, fn: Function) -> dict[str, tuple[str, str | None]]:
         summary = self._summaries.get(id(fn.node))
@@ -362,7 +451,7 @@ class SourceTree:
     # --- one function -------------------------------------------------------------------------------
 
     def summary(self, fn: Function) -> _Summary:
-        """The calls and environment writes of one function's own body (memoised)."""
+        """The calls and environment writes of one function's own body, each with its conditions (memoised)."""
         cached = self._summaries.get(id(fn.node))
         if cached is not None:
             return cached
@@ -371,21 +460,13 @@ class SourceTree:
         self._summaries[id(fn.node)] = summary
         params = [a.arg for a in (*fn.node.args.posonlyargs, *fn.node.args.args, *fn.node.args.kwonlyargs)]
         local: dict[str, list[ast.expr]] = {}
-        nested: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        nested: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = {}
         for node in _statements(fn.node.body):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 local.setdefault(node.targets[0].id, []).append(node.value)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 nested[node.name] = node
-        for node in _walk_body(fn.node):
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Subscript) and self._is_environ(fn, target.value, summary):
-                        how = "del" if isinstance(node, ast.Delete) else "assign"
-                        self._record_key(fn, summary, target.slice, how, node.lineno, params)
-            elif isinstance(node, ast.Call):
-                self._call(fn, node, summary, local, nested, params)
+        _Walker(self, fn, summary, local, nested, params).block(fn.node.body, ())
         return summary
 
     def _is_environ(self, fn: Function, expr: ast.expr, summary: _Summary) -> bool:
@@ -402,56 +483,340 @@ class SourceTree:
         binding = summary.imports.get(expr.id) or fn.module.imports.get(expr.id)
         return binding == (module, None) or (binding is None and expr.id == module)
 
-    def _record_key(self, fn: Function, summary: _Summary, key: ast.expr, how: str, line: int, params: list[str]) -> None:
+
+# --- conditions -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What must hold for a statement to run: the source text of a test (negated for an ``else``), where it is."""
+
+    text: str
+    file: str
+    line: int
+    flag: str | None = None  # the attribute or name a plain positive test reads (``if server_args.X:`` -> X)
+
+    def where(self) -> str:
+        return f"`{self.text}` at {self.file}:{self.line}"
+
+
+def _negate(test: ast.expr) -> ast.expr:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), test)
+
+
+def _constant(test: ast.expr) -> bool | None:
+    """The truth of a test known without running it (``if False:``, ``if TYPE_CHECKING:``), else None."""
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    if _last_name(test) == "TYPE_CHECKING":
+        return False  # typing.TYPE_CHECKING is False at run time
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _constant(test.operand)
+        return None if inner is None else not inner
+    return None
+
+
+def _empty_iterable(it: ast.expr) -> bool:
+    """A loop over nothing: a literal empty collection or ``range(0)``."""
+    if isinstance(it, (ast.List, ast.Tuple, ast.Set)) and not it.elts:
+        return True
+    if isinstance(it, ast.Dict) and not it.keys:
+        return True
+    if isinstance(it, ast.Constant) and it.value in ("", b""):
+        return True
+    return (isinstance(it, ast.Call) and _last_name(it.func) == "range" and len(it.args) == 1
+            and isinstance(it.args[0], ast.Constant) and it.args[0].value == 0)
+
+
+# Library APIs that call a function they are given (process and thread targets, executors, Ray): a
+# function passed to any other call is an argument, not a call. atexit.register, signal.signal and
+# weakref.finalize are deliberately absent: what they register does not run on the launch's path.
+CALLBACK_APIS = {
+    "multiprocessing": {"Process", "Pool.apply", "Pool.apply_async", "Pool.map", "Pool.starmap"},
+    "torch": {"multiprocessing.Process", "multiprocessing.spawn", "multiprocessing.start_processes"},
+    "threading": {"Thread", "Timer"},
+    "concurrent": {"futures.ThreadPoolExecutor.submit", "futures.ProcessPoolExecutor.submit",
+                   "futures.ThreadPoolExecutor.map", "futures.ProcessPoolExecutor.map"},
+    "ray": {"remote"},
+}
+
+
+def _calls_its_arguments(name: str) -> bool:
+    """``multiprocessing.Process`` / ``multiprocessing.get_context().Process`` / ``ray.remote``: a callback API."""
+    root, _, rest = name.partition(".")
+    rest = re.sub(r"[A-Za-z_][A-Za-z0-9_]*\(\)\.", "", rest)  # get_context().Process -> Process
+    if root == "asyncio" and rest.endswith("run_in_executor"):
+        return True
+    return rest in CALLBACK_APIS.get(root, ())
+
+
+class _Walker:
+    """One function's statements in order, with the conditions under which each runs.
+
+    Rules (each a condition on what follows, never a guess): an ``if`` puts its test on its body
+    and the negated test on its ``else``; a test known without running it (``if False:``, ``if
+    TYPE_CHECKING:``) drops the branch that never runs; after ``if c: return`` (or ``continue`` /
+    ``break``) the rest of the block runs only under ``not c``, while ``if c: raise`` adds nothing
+    (a launch that raises has no path to prove); ``while c`` puts ``c`` on its body (``while
+    True`` nothing); a ``for`` body counts as run, except over a literal empty collection or
+    ``range(0)``, which never runs; ``except`` handlers and ``match`` cases are conditions; the
+    right operands of ``and`` / ``or`` and the branches of ``x if c else y`` are conditional; code
+    after an unconditional ``return`` / ``raise`` never runs.
+    """
+
+    def __init__(self, tree: SourceTree, fn: Function, summary: _Summary, local: dict[str, list[ast.expr]],
+                 nested: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef], params: list[str]) -> None:
+        self.tree, self.fn, self.summary, self.local, self.nested, self.params = tree, fn, summary, local, nested, params
+
+    def condition(self, test: ast.expr) -> Condition:
+        flag = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else None
+        return Condition(ast.unparse(test), self.fn.module.path, test.lineno, flag)
+
+    # Returns the conditions for the statements after the block, or None when the block never falls through
+    # (with why: "return" for return / continue / break, "raise" for raise).
+    def block(self, body: list[ast.stmt], conds: tuple[Condition, ...]) -> tuple[tuple[Condition, ...] | None, str]:
+        current: tuple[Condition, ...] | None = conds
+        for stmt in body:
+            current, why = self.stmt(stmt, current)  # type: ignore[arg-type]
+            if current is None:
+                return None, why
+        return current, ""
+
+    def stmt(self, node: ast.stmt, conds: tuple[Condition, ...]) -> tuple[tuple[Condition, ...] | None, str]:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return conds, ""  # a nested definition runs when called
+        if isinstance(node, ast.If):
+            self.expr(node.test, conds)
+            known = _constant(node.test)
+            if known is True:
+                return self.block(node.body, conds)
+            if known is False:
+                return self.block(node.orelse, conds)
+            yes, no = self.condition(node.test), self.condition(_negate(node.test))
+            marks = (len(self.summary.calls), len(self.summary.writes))
+            after_body, why_body = self.block(node.body, (*conds, yes))
+            middle = (len(self.summary.calls), len(self.summary.writes))
+            after_else, why_else = self.block(node.orelse, (*conds, no))
+            self.both_branches(marks, middle, conds)
+            if after_body is not None and after_else is not None:
+                return conds, ""
+            if after_body is None and after_else is None:
+                return None, "return" if "return" in (why_body, why_else) else "raise"
+            if after_body is None:
+                return ((*conds, no), "") if why_body == "return" else (conds, "")
+            return ((*conds, yes), "") if why_else == "return" else (conds, "")
+        if isinstance(node, ast.While):
+            self.expr(node.test, conds)
+            known = _constant(node.test)
+            if known is not False:
+                self.block(node.body, conds if known else (*conds, self.condition(node.test)))
+            self.block(node.orelse, conds)
+            return conds, ""
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            self.expr(node.iter, conds)
+            if not _empty_iterable(node.iter):
+                self.block(node.body, conds)
+            self.block(node.orelse, conds)
+            return conds, ""
+        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            after, why = self.block(node.body, conds)
+            falls = after is not None
+            for handler in node.handlers:
+                text = f"except {ast.unparse(handler.type)}" if handler.type is not None else "except"
+                handled, _ = self.block(handler.body, (*conds, Condition(text, self.fn.module.path, handler.lineno)))
+                falls = falls or handled is not None
+            if after is not None:
+                self.block(node.orelse, conds)
+            final, final_why = self.block(node.finalbody, conds)
+            if final is None:
+                return None, final_why
+            return (conds, "") if falls else (None, why)
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                self.expr(item.context_expr, conds)
+            return self.block(node.body, conds)
+        if isinstance(node, ast.Match):
+            self.expr(node.subject, conds)
+            for case in node.cases:
+                text = f"match {ast.unparse(node.subject)} case {ast.unparse(case.pattern)}"
+                self.block(case.body, (*conds, Condition(text, self.fn.module.path, case.pattern.lineno)))
+            return conds, ""
+        if isinstance(node, ast.Return):
+            if node.value is not None:
+                self.expr(node.value, conds)
+            return None, "return"
+        if isinstance(node, (ast.Continue, ast.Break)):
+            return None, "return"
+        if isinstance(node, ast.Raise):
+            for part in (node.exc, node.cause):
+                if part is not None:
+                    self.expr(part, conds)
+            return None, "raise"
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Subscript) and self.tree._is_environ(self.fn, target.value, self.summary):
+                    how = "del" if isinstance(node, ast.Delete) else "assign"
+                    self.record_key(target.slice, how, node.lineno, conds)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, conds)
+        return conds, ""
+
+    def both_branches(self, start: tuple[int, int], middle: tuple[int, int], conds: tuple[Condition, ...]) -> None:
+        """What both branches of an ``if`` do runs whichever branch is taken: the same definition called (or
+        constructed: ``A(...)`` / ``B(...)`` running one inherited ``__init__``), the same variable written."""
+        calls, writes = self.summary.calls, self.summary.writes
+
+        def reached(edges: list[_Edge]) -> dict[str, tuple[object, _Edge]]:
+            out: dict[str, tuple[object, _Edge]] = {}
+            for edge in edges:
+                callees = _distinct(edge.callees)
+                if len(callees) != 1:
+                    continue
+                callee = callees[0]
+                targets: list[object] = [callee]
+                if isinstance(callee, ClassInfo):
+                    targets += self.tree.constructors(callee)
+                for t in targets:
+                    key = t.key if isinstance(t, (Function, ClassInfo)) else str(t)
+                    out.setdefault(key, (t, edge))
+            return out
+
+        first, second = reached(calls[start[0]:middle[0]]), reached(calls[middle[0]:])
+        for key in first.keys() & second.keys():
+            callee, edge = first[key]
+            calls.append(_Edge([callee], edge.call, edge.line, edge.text, conds))
+        seen = {w.variable for w in writes[middle[1]:]}
+        for w in list(writes[start[1]:middle[1]]):
+            if w.variable in seen and w.variable != "?":
+                writes.append(EnvWrite(w.variable, w.how, w.file, w.line, w.function, conds))
+                seen.discard(w.variable)
+
+    def expr(self, node: ast.expr, conds: tuple[Condition, ...]) -> None:
+        if isinstance(node, ast.Lambda):
+            return  # runs when called, which the graph does not follow
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test, conds)
+            self.expr(node.body, (*conds, self.condition(node.test)))
+            self.expr(node.orelse, (*conds, self.condition(_negate(node.test))))
+            return
+        if isinstance(node, ast.BoolOp):
+            current = conds
+            for value in node.values:
+                self.expr(value, current)
+                test = value if isinstance(node.op, ast.And) else _negate(value)
+                current = (*current, self.condition(test))
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            current = conds
+            for gen in node.generators:
+                self.expr(gen.iter, current)
+                if _empty_iterable(gen.iter):
+                    return
+                for test in gen.ifs:
+                    self.expr(test, current)
+                    current = (*current, self.condition(test))
+            parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for part in parts:
+                self.expr(part, current)
+            return
+        if isinstance(node, ast.Call):
+            self.call(node, conds)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, conds)
+            elif isinstance(child, ast.keyword):
+                self.expr(child.value, conds)
+
+    def record_key(self, key: ast.expr, how: str, line: int, conds: tuple[Condition, ...]) -> None:
         name = _string(key)
         if name is None and isinstance(key, ast.Name):
-            if key.id in params:
-                summary.param_writes.append((params.index(key.id), key.id, how))
+            if key.id in self.params:
+                self.summary.param_writes.append((self.params.index(key.id), key.id, how, conds))
                 return
-            alias = fn.module.aliases.get(key.id)
-            name = _string(alias)
-        summary.writes.append(EnvWrite(name or "?", how, fn.module.path, line, fn.key))
+            name = _string(self.fn.module.aliases.get(key.id))
+        self.summary.writes.append(EnvWrite(name or "?", how, self.fn.module.path, line, self.fn.key, conds))
 
-    def _call(self, fn: Function, call: ast.Call, summary: _Summary, local: dict[str, list[ast.expr]],
-              nested: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], params: list[str]) -> None:
+    def resolve(self, expr: ast.expr) -> list[object]:
+        """What a callee expression is; a function or class defined in this function's body included."""
+        owner = expr.value if isinstance(expr, ast.Attribute) else expr
+        if isinstance(owner, ast.Name) and owner.id in self.nested and owner.id not in self.local:
+            node = self.nested[owner.id]
+            qualname = f"{self.fn.qualname}.<locals>.{owner.id}"
+            if isinstance(node, ast.ClassDef):
+                cls = ClassInfo(self.fn.module, qualname, node)
+                if owner is expr:
+                    return [cls]
+                method = self.tree.method(cls, expr.attr)  # type: ignore[union-attr]
+                if method is not None:
+                    return [method]
+                return [f"{cls.key}.{expr.attr}"] if self.tree._is_ray_actor(cls, self.fn) else []  # type: ignore[union-attr]
+            if owner is expr:
+                return [Function(self.fn.module, qualname, node, self.fn.cls)]
+        return self.tree._resolve_expr(self.fn.module, expr, self.fn, self.local, frozenset(), 0)
+
+    def call(self, call: ast.Call, conds: tuple[Condition, ...]) -> None:
+        fn, summary, tree = self.fn, self.summary, self.tree
         func = call.func
+        line = call.lineno
         # os.environ.<writer>(...), os.putenv(...)
         if isinstance(func, ast.Attribute):
-            if self._is_environ(fn, func.value, summary):
+            if tree._is_environ(fn, func.value, summary):
                 if func.attr in _ENVIRON_WRITERS and call.args:
-                    self._record_key(fn, summary, call.args[0], _ENVIRON_WRITERS[func.attr], call.lineno, params)
+                    self.record_key(call.args[0], _ENVIRON_WRITERS[func.attr], line, conds)
                 elif func.attr == "update":
                     for arg in call.args:
                         if isinstance(arg, ast.Dict):
                             for k in arg.keys:
                                 if k is not None:
-                                    self._record_key(fn, summary, k, "update", call.lineno, params)
+                                    self.record_key(k, "update", line, conds)
                         else:
-                            summary.writes.append(EnvWrite("?", "update", fn.module.path, call.lineno, fn.key))
+                            summary.writes.append(EnvWrite("?", "update", fn.module.path, line, fn.key, conds))
                     for kw in call.keywords:
                         if kw.arg:
-                            summary.writes.append(EnvWrite(kw.arg, "update", fn.module.path, call.lineno, fn.key))
+                            summary.writes.append(EnvWrite(kw.arg, "update", fn.module.path, line, fn.key, conds))
                 return
-            if func.attr in ("putenv", "unsetenv") and self._names_module(fn, func.value, summary, "os") and call.args:
-                self._record_key(fn, summary, call.args[0], func.attr, call.lineno, params)
+            if func.attr in ("putenv", "unsetenv") and tree._names_module(fn, func.value, summary, "os") and call.args:
+                self.record_key(call.args[0], func.attr, line, conds)
                 return
             # envs.NAME.set(value): SGLang's typed environment field NAME
             if (func.attr in _ENV_FIELD_WRITERS and isinstance(func.value, ast.Attribute)
                     and isinstance(func.value.value, ast.Name) and func.value.value.id == "envs"):
-                summary.writes.append(EnvWrite(func.value.attr, f"envs.{func.attr}", fn.module.path, call.lineno, fn.key))
+                summary.writes.append(EnvWrite(func.value.attr, f"envs.{func.attr}", fn.module.path, line, fn.key,
+                                               conds))
                 return
-        if isinstance(func, ast.Name) and func.id in nested and func.id not in local:
-            inner = Function(fn.module, f"{fn.qualname}.<locals>.{func.id}", nested[func.id], fn.cls)
-            summary.calls.append(_Edge([inner], call, call.lineno, _last_name(func)))
-        else:
-            summary.calls.append(_Edge(self._resolve_expr(fn.module, func, fn, local, frozenset(), 0), call,
-                                       call.lineno, _last_name(func)))
-        # A function passed as an argument is called by the callee (a callback, a pipeline step).
+        callees = self.resolve(func)
+        summary.calls.append(_Edge(callees, call, line, ast.unparse(func), conds))
+        # A function passed as an argument is called only by an API that calls it (a process or thread
+        # target, an executor, Ray, or an SGLang helper a manifest names): elsewhere it is a value.
+        if not any(isinstance(c, str) and _calls_its_arguments(c) or isinstance(c, Function)
+                   and c.key in tree.callback_helpers for c in callees):
+            return
         for arg in (*call.args, *(kw.value for kw in call.keywords)):
             if isinstance(arg, (ast.Name, ast.Attribute)):
-                found = [f for f in self._resolve_expr(fn.module, arg, fn, local, frozenset(), 0) if isinstance(f, Function)]
+                found = [f for f in self.resolve(arg) if isinstance(f, (Function, ClassInfo))]
                 if found:
-                    summary.calls.append(_Edge(found, None, call.lineno, _last_name(arg)))
+                    summary.calls.append(_Edge(found, None, line, ast.unparse(arg), conds))
+
+
+def _annotation_of(fn: Function, name: str) -> ast.expr | None:
+    for a in (*fn.node.args.posonlyargs, *fn.node.args.args, *fn.node.args.kwonlyargs):
+        if a.arg == name:
+            return a.annotation
+    return None
+
+
+def _is_parameter(fn: Function, name: str) -> bool:
+    args = fn.node.args
+    extra = [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return name in extra or any(a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+
+
+def _instance_of(found: object) -> object:
+    return _Instance(found) if isinstance(found, ClassInfo) else found
 
 
 def _last_name(expr: ast.expr) -> str:
@@ -486,9 +851,10 @@ class _Super:
 @dataclass
 class _Edge:
     callees: list[object]
-    call: ast.Call | None
+    call: ast.Call | None  # None for a function passed to a callback API
     line: int
-    name: str  # the name the call site uses (last attribute), for third-party leaves
+    text: str  # the callee as written (``self.tp_worker.forward``), for calls that resolve to nothing
+    conditions: tuple[Condition, ...] = ()
 
 
 @dataclass
@@ -496,32 +862,39 @@ class _Summary:
     imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     calls: list[_Edge] = field(default_factory=list)
     writes: list[EnvWrite] = field(default_factory=list)
-    param_writes: list[tuple[int, str, str]] = field(default_factory=list)  # (index, name, how)
+    # (index, name, how, conditions) of writes of the variable a parameter names
+    param_writes: list[tuple[int, str, str, tuple[Condition, ...]]] = field(default_factory=list)
 
 
 # --- reachability -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Step:
-    """One function on a path from the target, with the line of the call that led there."""
+Accept = Callable[[Condition], bool]
 
-    function: str  # "module:Qualified.name" or a third-party dotted name
-    file: str | None
-    line: int | None
+
+def _accept_none(condition: Condition) -> bool:
+    return False
+
+
+def _accept_all(condition: Condition) -> bool:
+    return True
 
 
 @dataclass
 class Reach:
-    """Everything reachable from one target within ``depth`` calls."""
+    """Everything reachable from one target within ``depth`` calls, and under which conditions."""
 
     target: str
     found: bool  # the target itself exists
     depth: int
-    functions: dict[str, tuple[int, str | None]] = field(default_factory=dict)  # key -> (depth, parent key)
-    names: dict[str, tuple[int, str]] = field(default_factory=dict)  # called name -> (depth, caller key)
-    writes: list[tuple[EnvWrite, int]] = field(default_factory=list)  # (write, depth of its function)
+    # function key -> (depth, parent key, conditions on the path from the target)
+    functions: dict[str, tuple[int, str | None, tuple[Condition, ...]]] = field(default_factory=dict)
+    # definition reached -> (depth, caller key, conditions): a function or class "module:Qual", or a
+    # third-party dotted name resolved through imports ("torch.distributed.new_group")
+    calls: dict[str, tuple[int, str, tuple[Condition, ...]]] = field(default_factory=dict)
+    writes: list[tuple[EnvWrite, int]] = field(default_factory=list)  # (write with path conditions, depth)
     where: dict[str, tuple[str, int]] = field(default_factory=dict)  # function key -> (file, line of def)
+    unresolved: list[tuple[str, str, int]] = field(default_factory=list)  # (call as written, caller key, line)
 
     def path_to(self, key: str) -> list[str]:
         """The chain of functions from the target to ``key``."""
@@ -529,89 +902,117 @@ class Reach:
         current: str | None = key
         while current is not None and len(chain) < 64:
             chain.append(current)
-            current = self.functions.get(current, (0, None))[1]
+            current = self.functions.get(current, (0, None, ()))[1]
         return list(reversed(chain))
 
     def writes_of(self, variable: str) -> list[tuple[EnvWrite, int]]:
         return [(w, d) for w, d in self.writes if w.variable == variable]
 
-    def reaches(self, name: str) -> tuple[int, str] | None:
-        """(depth, caller) of the first call of ``name``: a function, a method, a class or a third-party callable.
+    def reaches(self, name: str) -> tuple[int, str, tuple[Condition, ...]] | None:
+        """(depth, caller, conditions) of the first call of exactly the definition ``name``, or None."""
+        return self.calls.get(name)
 
-        ``name`` is a bare name (``init_distributed_environment``, ``PyNcclCommunicator``,
-        ``new_group``) or ``module:Qualified.name`` for one exact SGLang function.
-        """
-        if ":" in name:
-            hit = self.functions.get(name)
-            return (hit[0], hit[1] or "") if hit and hit[1] else None
-        return self.names.get(name)
+
+def _distinct(callees: list[object]) -> list[object]:
+    out, keys = [], set()
+    for c in callees:
+        key = c.key if isinstance(c, (Function, ClassInfo)) else c if isinstance(c, str) else None
+        if key is not None and key not in keys:
+            keys.add(key)
+            out.append(c)
+    return out
 
 
 def reach(tree: SourceTree, target: str, depth: int = MAX_DEPTH, *, writes: Iterable[str] = (),
-          calls: Iterable[str] = ()) -> Reach:
-    """Breadth first from ``target`` through SGLang's calls, at most ``depth`` calls deep.
+          calls: Iterable[str] = (), accept: Accept = _accept_none) -> Reach:
+    """Breadth first from ``target`` through SGLang's resolved calls, at most ``depth`` calls deep.
 
-    With ``writes`` / ``calls`` the search stops as soon as each named variable has a write and
-    each named callable a call (the shortest path to each is known then); without, it explores
-    everything within the bound.
+    Only paths whose every condition ``accept`` accepts are followed (by default: unconditional
+    paths only; ``accept=lambda c: True`` follows every path, to say under which condition a
+    behaviour happens). A call whose callee may be several definitions (``W = A if c else B;
+    W()``, an attribute assigned two classes) is a condition too: which one runs is decided at
+    run time. With ``writes`` / ``calls`` the search stops as soon as each named variable has a
+    write and each named definition a call; without, it explores everything within the bound.
     """
     start = tree.function(target)
     result = Reach(target, start is not None, depth)
     if start is None:
         return result
     want_writes, want_calls = set(writes), set(calls)
-    result.functions[start.key] = (0, None)
-    queue: deque[tuple[Function, int]] = deque([(start, 0)])
+    result.functions[start.key] = (0, None, ())
+    queue: deque[tuple[Function, int, tuple[Condition, ...]]] = deque([(start, 0, ())])
     seen = {id(start.node)}
+
+    def ok(conds: tuple[Condition, ...]) -> bool:
+        return all(accept(c) for c in conds)
+
+    def add_write(write: EnvWrite, level: int, path: tuple[Condition, ...]) -> None:
+        full = (*path, *write.conditions)
+        if ok(full):
+            result.writes.append((EnvWrite(write.variable, write.how, write.file, write.line, write.function, full),
+                                  level))
 
     def done() -> bool:
         if not want_writes and not want_calls:
             return False
         have = {w.variable for w, _ in result.writes}
-        return want_writes <= have and all(result.reaches(c) is not None for c in want_calls)
+        return want_writes <= have and want_calls <= set(result.calls)
 
     while queue and not done():
-        fn, level = queue.popleft()
+        fn, level, path = queue.popleft()
         result.where.setdefault(fn.key, (fn.module.path, fn.node.lineno))
         summary = tree.summary(fn)
-        result.writes += [(w, level) for w in summary.writes]
+        for w in summary.writes:
+            add_write(w, level, path)
         if level >= depth:
             continue
         for edge in summary.calls:
-            resolved = False
-            for callee in edge.callees:
+            callees = _distinct(edge.callees)
+            conds = (*path, *edge.conditions)
+            if not callees:
+                if ok(conds):
+                    result.unresolved.append((edge.text, fn.key, edge.line))
+                continue
+            for callee in callees:
+                if len(callees) > 1:
+                    # Which of several definitions runs is decided at run time: each is a condition of its own,
+                    # written as the choice (``TpWorkerClass is TpModelWorker``).
+                    chosen = callee.qualname if isinstance(callee, (Function, ClassInfo)) else str(callee)
+                    choice = Condition(f"{edge.text} is {chosen}", fn.module.path, edge.line)
+                    conds_here = (*path, *edge.conditions, choice)
+                else:
+                    conds_here = conds
+                if not ok(conds_here):
+                    continue
+                conds = conds_here
                 targets: list[Function] = []
                 if isinstance(callee, Function):
                     targets = [callee]
                 elif isinstance(callee, ClassInfo):
-                    result.names.setdefault(callee.name, (level + 1, fn.key))
+                    result.calls.setdefault(callee.key, (level + 1, fn.key, conds))
                     targets = tree.constructors(callee)
                 elif isinstance(callee, str):
-                    result.names.setdefault(callee.rsplit(".", 1)[-1], (level + 1, fn.key))
+                    result.calls.setdefault(callee, (level + 1, fn.key, conds))
                     continue
-                else:
-                    continue
-                resolved = True
                 for t in targets:
                     if edge.call is not None:
-                        result.writes += [(w, level + 1) for w in _helper_writes(tree, t, edge.call, fn)]
-                    result.names.setdefault(t.name, (level + 1, fn.key))
+                        for w in _helper_writes(tree, t, edge.call, fn):
+                            add_write(w, level + 1, conds)
+                    result.calls.setdefault(t.key, (level + 1, fn.key, conds))
                     if id(t.node) in seen:
                         continue
                     seen.add(id(t.node))
-                    result.functions.setdefault(t.key, (level + 1, fn.key))
-                    queue.append((t, level + 1))
-            if not resolved and edge.name:
-                result.names.setdefault(edge.name, (level + 1, fn.key))
+                    result.functions.setdefault(t.key, (level + 1, fn.key, conds))
+                    queue.append((t, level + 1, conds))
     return result
 
 
 def _helper_writes(tree: SourceTree, callee: Function, call: ast.Call, caller: Function) -> list[EnvWrite]:
-    """Writes an env helper makes for this call: ``set_env("NCCL_X", v)`` writes NCCL_X."""
+    """Writes an env helper makes for this call: ``set_env("NCCL_X", v)`` writes NCCL_X (under the helper's conditions)."""
     summary = tree.summary(callee)
     out = []
     is_method = callee.cls is not None and callee.node.args.args and callee.node.args.args[0].arg in ("self", "cls")
-    for index, name, _how in summary.param_writes:
+    for index, name, _how, conds in summary.param_writes:
         position = index - (1 if is_method else 0)
         value = None
         if 0 <= position < len(call.args):
@@ -619,7 +1020,8 @@ def _helper_writes(tree: SourceTree, callee: Function, call: ast.Call, caller: F
         for kw in call.keywords:
             if kw.arg == name:
                 value = _string(kw.value)
-        out.append(EnvWrite(value or "?", f"helper:{callee.qualname}", caller.module.path, call.lineno, caller.key))
+        out.append(EnvWrite(value or "?", f"helper:{callee.qualname}", caller.module.path, call.lineno, caller.key,
+                            conds))
     return out
 
 

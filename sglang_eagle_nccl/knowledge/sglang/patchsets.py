@@ -54,24 +54,33 @@ class Reliance:
     the function the search starts from (default: the hook's target), for a hook whose point is
     that SGLang calls it from somewhere (``get_torch_distributed_pg_options`` from
     ``GroupCoordinator.__init__``). ``versions`` narrows the releases it is claimed for.
+
+    ``reaches`` / ``precedes`` name one definition (``module:Qualified.name`` in SGLang, or a
+    third-party dotted name such as ``torch.distributed.new_group``), never a bare name. ``when``
+    lists the conditions under which the behaviour is claimed (a test's source text, or ``--flag``
+    for a server flag the plugin checks at run time); ``callbacks`` names SGLang helpers that call
+    the function passed to them. :mod:`~sglang_eagle_nccl.knowledge.sglang.proof` says what holds.
     """
 
     kind: Literal["writes", "reaches", "precedes"]
-    subject: tuple[str, ...]  # variables for writes; one callable name for reaches / precedes
+    subject: tuple[str, ...]  # variables for writes; one definition for reaches / precedes
     why: str
     start: str | None = None
     versions: str | None = None
+    when: tuple[str, ...] = ()
+    callbacks: tuple[str, ...] = ()
 
     def applies_to(self, version: Version) -> bool:
         return self.versions is None or versions.in_range(self.versions, version)
 
     def describe(self) -> str:
         what = {"writes": "writes", "reaches": "reaches", "precedes": "precedes"}[self.kind]
-        return f"{what} {', '.join(self.subject)}" + (f" (from {self.start})" if self.start else "")
+        return (f"{what} {', '.join(self.subject)}" + (f" (from {self.start})" if self.start else "")
+                + (f" when {' and '.join(self.when)}" if self.when else ""))
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "subject": list(self.subject), "why": self.why, "from": self.start,
-                "versions": self.versions}
+                "versions": self.versions, "when": list(self.when), "callbacks": list(self.callbacks)}
 
 
 @dataclass(frozen=True)
@@ -227,7 +236,11 @@ def _reliances(hook: dict[str, Any], path: str) -> tuple[Reliance, ...]:
     raw = hook.get("relies_on", [])
     target = hook["target"]
     is_sglang = target.split(":", 1)[0].split(".")[0] == "sglang"
-    if not isinstance(raw, list) or (is_sglang and not raw):
+    # An opt-in observation hook (the phase ledger: when = "ledger", not required) changes nothing SGLang does
+    # and may state no behaviour: the matrix shows it as stating none, and the e2e tier runs it. Every other
+    # SGLang hook must state what it relies on.
+    observes_only = hook.get("when") == "ledger" and hook.get("required") is False
+    if not isinstance(raw, list) or (is_sglang and not raw and not observes_only):
         raise ManifestError(f"{path}: hook {target} must state relies_on = [{{ writes|reaches|precedes = ..., why = ... }}]: "
                             "the behaviour of SGLang it needs, which the compatibility matrix proves on every release")
     out = []
@@ -235,7 +248,7 @@ def _reliances(hook: dict[str, Any], path: str) -> tuple[Reliance, ...]:
         if not isinstance(entry, dict):
             raise ManifestError(f"{path}: hook {target}: each relies_on entry is a table")
         kinds = [k for k in RELIANCE_KINDS if k in entry]
-        extra = set(entry) - {*RELIANCE_KINDS, "why", "from", "versions"}
+        extra = set(entry) - {*RELIANCE_KINDS, "why", "from", "versions", "when", "callbacks"}
         if len(kinds) != 1 or extra:
             raise ManifestError(f"{path}: hook {target}: a relies_on entry has exactly one of {RELIANCE_KINDS}, a why, and "
                                 f"optionally from / versions (got {sorted(entry)})")
@@ -250,11 +263,33 @@ def _reliances(hook: dict[str, Any], path: str) -> tuple[Reliance, ...]:
             raise ManifestError(f"{path}: hook {target}: relies_on {kind} {value!r} needs a why (in SGLang's terms)")
         if entry.get("versions"):
             SpecifierSet(entry["versions"])
+        if kind != "writes" and ":" not in value and "." not in value:
+            raise ManifestError(f"{path}: hook {target}: {kind} {value!r} must name a definition ('module:Qualified.name' "
+                                "in SGLang, or a third-party dotted name such as torch.distributed.new_group), not a bare "
+                                "name that any namesake would match")
+        when = _string_list(entry, "when", path, target)
+        for condition in when:
+            if not condition.startswith("--"):
+                try:
+                    compile(condition, "<when>", "eval")
+                except SyntaxError:
+                    raise ManifestError(f"{path}: hook {target}: when {condition!r} is neither a --flag nor a Python "
+                                        "expression (the source text of SGLang's test)") from None
+        callbacks = _string_list(entry, "callbacks", path, target)
+        if any(":" not in c for c in callbacks):
+            raise ManifestError(f"{path}: hook {target}: callbacks name SGLang functions as 'module:Qualified.name'")
         start = entry.get("from")
         if start is not None and (not isinstance(start, str) or ":" not in start):
             raise ManifestError(f"{path}: hook {target}: from must be 'module:Qualified.name'")
-        out.append(Reliance(kind, subject, entry["why"].strip(), start, entry.get("versions")))
+        out.append(Reliance(kind, subject, entry["why"].strip(), start, entry.get("versions"), when, callbacks))
     return tuple(out)
+
+
+def _string_list(entry: dict[str, Any], key: str, path: str, target: str) -> tuple[str, ...]:
+    raw = entry.get(key, [])
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x.strip() for x in raw):
+        raise ManifestError(f"{path}: hook {target}: {key} must be a list of non-empty strings")
+    return tuple(x.strip() for x in raw)
 
 
 @functools.cache
@@ -366,10 +401,11 @@ class TargetCheck:
     missing_params: tuple[str, ...] = ()
     file: str | None = None
     line: int | None = None
+    unproven: str = ""  # the target exists, but a behaviour its hook states is not proven in this source
 
     @property
     def ok(self) -> bool:
-        return self.found and not self.missing_params
+        return self.found and not self.missing_params and not self.unproven
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -381,6 +417,7 @@ class TargetCheck:
             "missing_params": list(self.missing_params),
             "file": self.file,
             "line": self.line,
+            **({"unproven": self.unproven} if self.unproven else {}),
         }
 
 
@@ -495,6 +532,8 @@ class Coverage:
 
     selection: Selection
     checks: tuple[tuple[Hook, TargetCheck], ...] = field(default_factory=tuple)
+    # {target: [proof dicts]} of the stated behaviours (installed_proof); None when not proven in this process
+    proofs: dict[str, list[dict[str, Any]]] | None = None
 
     @property
     def missing_required(self) -> list[TargetCheck]:
@@ -505,14 +544,32 @@ class Coverage:
         return [c for h, c in self.checks if not h.required and not c.ok]
 
 
-def check_coverage(selection: Selection, root: Path, *, cli: bool = True) -> Coverage:
+def check_coverage(selection: Selection, root: Path, *, cli: bool = True, prove: bool = False,
+                   compute: bool | None = None) -> Coverage:
+    """Each hook target in the installed source; with ``prove``, also each hook's stated behaviour.
+
+    A target whose behaviour is not proven (:mod:`.proof`: resolved definitions, stated conditions)
+    counts as not covered, like a missing one: refused, or marked uncovered under allow_partial.
+    """
     v = Version(selection.version)
     checks = []
     for hook in selection.patch_set.hooks_for(v, cli=cli):
         if not hook.is_sglang:
             continue  # third-party targets (setproctitle) are checked when they are patched
         checks.append((hook, check_target_in_tree(root, hook)))
-    return Coverage(selection, tuple(checks))
+    if not prove:
+        return Coverage(selection, tuple(checks))
+    from dataclasses import replace
+
+    from sglang_eagle_nccl.knowledge.sglang import installed_proof
+
+    # The index's patch set (start-up) carries no relies_on: the manifest itself states them.
+    stated = next((s for s in load_manifests() if s.id == selection.patch_set.id), selection.patch_set)
+    proofs = installed_proof.prove_installed(stated, selection.version, root, cli=cli, compute=compute)
+    failed = installed_proof.unproven(proofs or {})
+    checks = [(h, replace(c, unproven=failed[h.target], reason=c.reason or f"behaviour not proven: {failed[h.target]}")
+               if c.ok and h.target in failed else c) for h, c in checks]
+    return Coverage(selection, tuple(checks), proofs)
 
 
 def require_coverage(coverage: Coverage, *, allow_partial: bool) -> None:

@@ -29,7 +29,7 @@ target = "sglang.srt.x:f"
 kind = "before"
 handler = "h"
 required = true
-relies_on = [{ reaches = "g", why = "f calls g" }]
+relies_on = [{ reaches = "sglang.srt.x:g", why = "f calls g" }]
 """
 
 
@@ -79,7 +79,7 @@ def test_a_good_manifest_is_read_field_by_field():
         first.mechanism,
         first.process,
     ) == ("sglang.srt.x:f", "before", "h", True, ("a", "b"), ">=0.5.1", "cli", "hook_registry", "scheduler")
-    assert first.relies_on == (Reliance("reaches", ("g",), "f calls g"),)
+    assert first.relies_on == (Reliance("reaches", ("sglang.srt.x:g",), "f calls g"),)
     assert (
         second.required,
         second.params,
@@ -179,7 +179,7 @@ def test_an_empty_hook_version_gate_is_no_gate():
 
 
 def reliance(entry: str, kind: str = "before", target: str = "sglang.srt.x:f") -> str:
-    hook = HOOK.replace('relies_on = [{ reaches = "g", why = "f calls g" }]', f"relies_on = {entry}")
+    hook = HOOK.replace('relies_on = [{ reaches = "sglang.srt.x:g", why = "f calls g" }]', f"relies_on = {entry}")
     return HEAD + hook.replace('kind = "before"', f'kind = "{kind}"').replace("sglang.srt.x:f", target)
 
 
@@ -189,7 +189,7 @@ def test_an_sglang_target_must_say_what_it_relies_on():
     # A third-party target (setproctitle) has nothing in SGLang to rely on.
     (hook,) = patchsets.parse_manifest(reliance("[]", target="setproctitle:setproctitle"), "m.toml").hooks
     assert hook.relies_on == ()
-    no_key = HOOK.replace('relies_on = [{ reaches = "g", why = "f calls g" }]\n', "")
+    no_key = HOOK.replace('relies_on = [{ reaches = "sglang.srt.x:g", why = "f calls g" }]\n', "")
     assert refused(HEAD + no_key).startswith("m.toml: hook sglang.srt.x:f must state relies_on")
 
 
@@ -203,11 +203,11 @@ def test_an_sglang_target_must_say_what_it_relies_on():
             "'precedes'), a why, and optionally from / versions (got ['why'])",
         ),
         (
-            '[{ reaches = "g", writes = ["A"], why = "w" }]',
+            '[{ reaches = "sglang.srt.x:g", writes = ["A"], why = "w" }]',
             "m.toml: hook sglang.srt.x:f: a relies_on entry has exactly one of",
         ),
         (
-            '[{ reaches = "g", why = "w", colour = 1 }]',
+            '[{ reaches = "sglang.srt.x:g", why = "w", colour = 1 }]',
             "m.toml: hook sglang.srt.x:f: a relies_on entry has exactly one of",
         ),
         ('[{ writes = [], why = "w" }]', "m.toml: hook sglang.srt.x:f: writes must name variables"),
@@ -215,18 +215,18 @@ def test_an_sglang_target_must_say_what_it_relies_on():
         ('[{ reaches = "", why = "w" }]', "m.toml: hook sglang.srt.x:f: reaches must name a callable"),
         ('[{ reaches = 5, why = "w" }]', "m.toml: hook sglang.srt.x:f: reaches must name a callable"),
         (
-            '[{ reaches = "g" }]',
-            "m.toml: hook sglang.srt.x:f: relies_on reaches 'g' needs a why (in SGLang's terms)",
+            '[{ reaches = "sglang.srt.x:g" }]',
+            "m.toml: hook sglang.srt.x:f: relies_on reaches 'sglang.srt.x:g' needs a why (in SGLang's terms)",
         ),
-        ('[{ reaches = "g", why = "  " }]', "m.toml: hook sglang.srt.x:f: relies_on reaches 'g' needs a why"),
-        ('[{ reaches = "g", why = 5 }]', "m.toml: hook sglang.srt.x:f: relies_on reaches 'g' needs a why"),
-        ('[{ reaches = "g", why = "w", versions = "=>1" }]', "m.toml: Invalid specifier: '=>1'"),
+        ('[{ reaches = "sglang.srt.x:g", why = "  " }]', "m.toml: hook sglang.srt.x:f: relies_on reaches 'sglang.srt.x:g' needs a why"),
+        ('[{ reaches = "sglang.srt.x:g", why = 5 }]', "m.toml: hook sglang.srt.x:f: relies_on reaches 'sglang.srt.x:g' needs a why"),
+        ('[{ reaches = "sglang.srt.x:g", why = "w", versions = "=>1" }]', "m.toml: Invalid specifier: '=>1'"),
         (
-            '[{ reaches = "g", why = "w", from = "a.b" }]',
+            '[{ reaches = "sglang.srt.x:g", why = "w", from = "a.b" }]',
             "m.toml: hook sglang.srt.x:f: from must be 'module:Qualified.name'",
         ),
         (
-            '[{ reaches = "g", why = "w", from = 5 }]',
+            '[{ reaches = "sglang.srt.x:g", why = "w", from = 5 }]',
             "m.toml: hook sglang.srt.x:f: from must be 'module:Qualified.name'",
         ),
     ],
@@ -236,12 +236,12 @@ def test_each_reliance_is_checked(entry, why):
 
 
 def test_an_after_hook_cannot_precede():
-    assert refused(reliance('[{ precedes = "g", why = "w" }]', kind="after")) == (
-        "m.toml: hook sglang.srt.x:f: an after hook cannot precede g; use reaches"
+    assert refused(reliance('[{ precedes = "sglang.srt.x:g", why = "w" }]', kind="after")) == (
+        "m.toml: hook sglang.srt.x:f: an after hook cannot precede sglang.srt.x:g; use reaches"
     )
     for kind in ("before", "around"):
         (hook,) = patchsets.parse_manifest(
-            reliance('[{ precedes = "g", why = "w" }]', kind=kind), "m.toml"
+            reliance('[{ precedes = "sglang.srt.x:g", why = "w" }]', kind=kind), "m.toml"
         ).hooks
         assert hook.relies_on[0].kind == "precedes"
 
@@ -249,14 +249,14 @@ def test_an_after_hook_cannot_precede():
 def test_reliances_are_read_whole():
     entry = (
         '[{ writes = ["NCCL_A", "NCCL_B"], why = " sets them ", from = "sglang.srt.y:Y.z", versions = ">=0.5.1" },'
-        ' { reaches = "g", why = "w" }]'
+        ' { reaches = "sglang.srt.x:g", why = "w" }]'
     )
     (hook,) = patchsets.parse_manifest(reliance(entry), "m.toml").hooks
     writes, reaches = hook.relies_on
     assert writes == Reliance("writes", ("NCCL_A", "NCCL_B"), "sets them", "sglang.srt.y:Y.z", ">=0.5.1")
     assert (
         writes.describe() == "writes NCCL_A, NCCL_B (from sglang.srt.y:Y.z)"
-        and reaches.describe() == "reaches g"
+        and reaches.describe() == "reaches sglang.srt.x:g"
     )
     assert writes.to_dict() == {
         "kind": "writes",
@@ -264,6 +264,8 @@ def test_reliances_are_read_whole():
         "why": "sets them",
         "from": "sglang.srt.y:Y.z",
         "versions": ">=0.5.1",
+        "when": [],
+        "callbacks": [],
     }
     from packaging.version import Version
 
@@ -474,3 +476,31 @@ def test_a_hook_says_what_it_is():
     ps = patchsets.PatchSet("s", "T", ">=0.5", "0.5.2", "hook_registry", ("0.5.2",), (hook,))
     assert ps.mechanism_of(hook) == "wrapt"
     assert ps.mechanism_of(patchsets.Hook("a:f", "before", "h", True)) == "hook_registry"
+
+
+@pytest.mark.parametrize(
+    "entry,message",
+    [
+        ('[{ reaches = "g", why = "w" }]', "reaches 'g' must name a definition"),
+        ('[{ precedes = "init_distributed_environment", why = "w" }]', "must name a definition"),
+        ('[{ reaches = "sglang.srt.x:g", why = "w", when = "c" }]', "when must be a list of non-empty strings"),
+        ('[{ reaches = "sglang.srt.x:g", why = "w", when = [""] }]', "when must be a list of non-empty strings"),
+        ('[{ reaches = "sglang.srt.x:g", why = "w", when = ["if x:"] }]', "is neither a --flag nor a Python expression"),
+        ('[{ reaches = "sglang.srt.x:g", why = "w", callbacks = ["run_hook"] }]', "callbacks name SGLang functions"),
+        ('[{ reaches = "sglang.srt.x:g", why = "w", callbacks = [3] }]', "callbacks must be a list"),
+    ],
+)
+def test_statements_name_definitions_and_valid_conditions(entry, message):
+    """A bare name would be proven by any namesake; a condition must be an expression or a --flag."""
+    assert message in refused(reliance(entry))
+
+
+def test_conditions_and_callbacks_are_read():
+    hook = patchsets.parse_manifest(reliance(
+        '[{ writes = ["NCCL_A"], why = "w", when = ["--enable-x", " a and b "], '
+        'callbacks = ["sglang.srt.p:run_hook"] }, { reaches = "torch.distributed.new_group", why = "w" }]'
+    ), "m.toml").hooks[0]
+    writes, reaches = hook.relies_on
+    assert writes.when == ("--enable-x", "a and b") and writes.callbacks == ("sglang.srt.p:run_hook",)
+    assert writes.describe() == "writes NCCL_A when --enable-x and a and b"
+    assert reaches.when == () and reaches.subject == ("torch.distributed.new_group",)

@@ -149,7 +149,7 @@ def test_matrix_fails_when_a_manifest_names_a_missing_target(tmp_path, monkeypat
             kind = "around"
             handler = "engine_env"
             required = true
-            relies_on = [{ reaches = "anything", why = "never checked: the target is missing" }]
+            relies_on = [{ reaches = "sglang.srt.x:anything", why = "never checked: the target is missing" }]
             """
         )
     )
@@ -485,7 +485,15 @@ def test_doctor_reports_an_unchecked_release_as_untested_and_checks_its_source(
     engine = site / "sglang" / "srt" / "entrypoints"
     engine.mkdir(parents=True)
     (site / "sglang" / "__init__.py").write_text("")
-    (engine / "engine.py").write_text("def _set_envs_and_config(server_args):\n    pass\n")
+    # The launcher's env function as 0.5.1 - 0.5.4.post1 write it: the behaviour its hook states holds.
+    (engine / "engine.py").write_text(
+        "import os\nimport multiprocessing as mp\n"
+        "def _set_envs_and_config(server_args):\n"
+        "    os.environ['NCCL_CUMEM_ENABLE'] = '0'\n"
+        "    if not server_args.enable_symm_mem:\n"
+        "        os.environ['NCCL_NVLS_ENABLE'] = '0'\n"
+        "    mp.set_start_method('spawn', force=True)\n"
+    )
     info = site / "sglang-0.5.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.0\n\n")
@@ -496,7 +504,15 @@ def test_doctor_reports_an_unchecked_release_as_untested_and_checks_its_source(
     assert data["selection"]["status"] == "untested_unchecked"
     assert "0.5.0 is not one of the" in data["selection"]["why_untested"]
     found = {t["target"]: t["ok"] for t in data["targets"]}
-    assert found["sglang.srt.entrypoints.engine:_set_envs_and_config"] is True
+    assert found["sglang.srt.entrypoints.engine:_set_envs_and_config"] is True, data["targets"]
     assert found["sglang.srt.managers.scheduler:Scheduler.__init__"] is False
+    behaviours = next(t["behaviours"] for t in data["targets"] if t["target"].endswith(":_set_envs_and_config"))
+    assert [b["ok"] for b in behaviours] == [True, True, True]
     text = CliRunner().invoke(main, ["doctor"]).output
     assert "(untested_unchecked, via wrapt)" in text and "untested: SGLang 0.5.0 is not one of the" in text
+    assert "      ✓ reaches multiprocessing.set_start_method: _set_envs_and_config -> set_start_method" in text
+    # The same target doing nothing: it exists, but its stated behaviour is not proven (✗ with the reason).
+    (engine / "engine.py").write_text("def _set_envs_and_config(server_args):\n    pass\n")
+    data = json.loads(CliRunner().invoke(main, ["doctor", "--json"]).output)
+    target = next(t for t in data["targets"] if t["target"].endswith(":_set_envs_and_config"))
+    assert target["found"] is True and target["ok"] is False and "multiprocessing.set_start_method" in target["unproven"]
