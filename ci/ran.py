@@ -15,7 +15,7 @@ them. The rule that chooses them (:func:`select`), so that a new boundary cannot
   release (below the oldest) is absent;
 - the newest release of each minor line (``0.4.x``, ``0.5.x``).
 
-Other operators (``==``, ``!=``, ``~=``) and versions that are not ``X.Y.Z`` or ``X.Y.Z.postN`` are
+``==B`` counts as ``>=B,<=B`` (B and its neighbours on both sides). Other operators (``!=``, ``~=``) and versions that are not ``X.Y.Z`` or ``X.Y.Z.postN`` are
 refused (an error naming the manifest), never guessed.
 
 For each release: ``ci/sglang_venv.py build X --plugin-wheel W`` (cached venvs on the shared base;
@@ -83,13 +83,14 @@ def bounds_of(spec: str, where: str) -> list[tuple[str, str]]:
         if not part.strip():
             continue
         m = _BOUND.match(part)
-        if not m or m[1] in ("==", "!=", "~="):
-            raise ValueError(f"{where}: version bound {part.strip()!r} is not one of >=, <, >, <= X.Y.Z[.postN]")
+        if not m or m[1] in ("!=", "~="):
+            raise ValueError(f"{where}: version bound {part.strip()!r} is not one of >=, <, >, <=, == X.Y.Z[.postN]")
         try:
             release_key(m[2])
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
-        out.append((m[1], m[2]))
+        # ==B is the range >=B,<=B: its neighbours on both sides and B itself are run.
+        out += [(">=", m[2]), ("<=", m[2])] if m[1] == "==" else [(m[1], m[2])]
     return out
 
 

@@ -188,6 +188,22 @@ def _pinned(deps: tuple[str, ...], **pins: str) -> tuple[str, ...]:
 VERSIONS.update({
     "0.4.3": VersionSpec("0.4.3", _pinned(_DEPS_0_5_4, transformers="4.48.3"),
                          no_deps=(TRITON_PIN, "xgrammar==0.1.10", "torchao==0.9.0")),
+    # Both sides of the bounds the proof's conditions drew (issue 26.2: 0.4.3.post4 / 0.4.4, 0.4.9.post6 /
+    # 0.4.10, 0.4.10.post1, 0.5.4.post1 / 0.5.4.post2), each with its wheel's own pins.
+    "0.4.3.post4": VersionSpec("0.4.3.post4", _pinned(_DEPS_0_5_4, transformers="4.48.3"),
+                               no_deps=(TRITON_PIN, "xgrammar==0.1.14", "torchao==0.9.0")),
+    "0.4.4": VersionSpec("0.4.4", _pinned(_DEPS_0_5_4, transformers="4.48.3"),
+                         no_deps=(TRITON_PIN, "xgrammar==0.1.15", "torchao==0.9.0")),
+    "0.4.9.post6": VersionSpec("0.4.9.post6", _pinned(_DEPS_0_5_4, transformers="4.54.0"),
+                               no_deps=(TRITON_PIN, "xgrammar==0.1.21", "torchao==0.9.0")),
+    "0.4.10": VersionSpec("0.4.10", _pinned(_DEPS_0_5_4, transformers="4.54.1"),
+                          no_deps=(TRITON_PIN, "xgrammar==0.1.21", "torchao==0.9.0")),
+    "0.4.10.post1": VersionSpec("0.4.10.post1", _pinned(_DEPS_0_5_4, transformers="4.54.1"),
+                                no_deps=(TRITON_PIN, "xgrammar==0.1.21", "torchao==0.9.0")),
+    "0.5.4.post1": VersionSpec("0.5.4.post1", _pinned(_DEPS_0_5_4, openai="1.99.1"),
+                               no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
+    "0.5.4.post2": VersionSpec("0.5.4.post2", _pinned(_DEPS_0_5_4, openai="2.6.1"),
+                               no_deps=(TRITON_PIN, "xgrammar==0.1.25", "torchao==0.9.0")),
     "0.4.10.post2": VersionSpec("0.4.10.post2", _pinned(_DEPS_0_5_4, transformers="4.54.1"),
                                 no_deps=(TRITON_PIN, "xgrammar==0.1.22", "torchao==0.9.0")),
     "0.5.2": VersionSpec("0.5.2", _pinned(_DEPS_0_5_4, transformers="4.56.1"),

@@ -75,7 +75,14 @@ def test_versions_this_tier_cannot_order_are_refused(bad):
         ran.release_key(bad)
 
 
-@pytest.mark.parametrize("spec", ["==0.5.3", "!=0.5.3", "~=0.5.3", ">=0.5", "0.5.3", ">=0.5.3rc1"])
+def test_an_exact_release_runs_with_its_neighbours():
+    # A statement about one release (a proof's condition, e.g. "==0.5.4.post2") draws two bounds: the release
+    # and the releases on each side of it are run.
+    chosen = ran.select(["0.5.2", "0.5.3", "0.5.3.post1", "0.5.4"], [("==0.5.3", "m.toml: hook x")])
+    assert {"0.5.2", "0.5.3", "0.5.3.post1"} <= set(chosen)
+
+
+@pytest.mark.parametrize("spec", ["!=0.5.3", "~=0.5.3", ">=0.5", "0.5.3", ">=0.5.3rc1"])
 def test_bounds_it_cannot_place_are_refused_naming_the_manifest(spec):
     with pytest.raises(ValueError, match="m.toml"):
         ran.select(["0.5.3", "0.5.4"], [(spec, "m.toml: hook x")])
