@@ -206,17 +206,22 @@ def _entry(op: str, tensor: Any, original: Any, instance: Any, args: tuple, kwar
             _mark(_inner_impl(op, instance, tensor))
         return original(*args, **kwargs)
     cell: list[Any] = [None]
-    stack = _cell_stack()
-    stack.append(cell)
-    try:
-        result = original(*args, **kwargs)
-    finally:
-        stack.pop()
+    result = _run_in(cell, original, args, kwargs)
     impl = cell[0]
     if impl is None:
         impl = _cpu_impl(instance, tensor) if getattr(tensor, "is_cpu", False) else "unidentified"
     _count(op, instance, tensor, impl)
     return result
+
+
+def _run_in(cell: list[Any], original: Any, args: tuple, kwargs: dict) -> Any:
+    """Call SGLang's function with ``cell`` open: an implementation's entry point reached inside marks it."""
+    stack = _cell_stack()
+    stack.append(cell)
+    try:
+        return original(*args, **kwargs)
+    finally:
+        stack.pop()
 
 
 def _inner_impl(op: str, group: Any, tensor: Any) -> str | None:
@@ -262,12 +267,7 @@ def _inner(impl: str | None, tensor: Any, original: Any, instance: Any, args: tu
     if _mark(impl) or tensor is None:
         return original(*args, **kwargs)
     cell: list[Any] = [impl]
-    stack = _cell_stack()
-    stack.append(cell)
-    try:
-        result = original(*args, **kwargs)
-    finally:
-        stack.pop()
+    result = _run_in(cell, original, args, kwargs)
     _count("all_reduce", instance, tensor, cell[0] or "unidentified")
     return result
 
