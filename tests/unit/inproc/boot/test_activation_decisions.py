@@ -8,6 +8,7 @@ by the plain tier; tests/unit/inproc/test_doors.py and test_handoff.py prove the
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -241,6 +242,7 @@ def test_an_inherited_tuner_of_ours_is_planned_for_removal(proc):
 
 
 def test_apply_writes_the_profile_marks_the_root_and_signs_the_hand_off(proc, tmp_path, library_here):
+    importlib.import_module("ctypes")  # this case: ctypes loaded already (torch does); see the test above
     run = open_launch(str(tmp_path), {}, required=True)
     plan = activation.plan(profile("pcie-8gpu"), environ={})
     plan.run_dir = run
@@ -282,6 +284,7 @@ def test_a_child_keeps_the_inherited_hand_off_and_marks_nothing(proc):
 
 
 def test_the_tuner_rules_are_handed_to_the_c_tuner_in_this_process(proc, library_here):
+    importlib.import_module("ctypes")  # this case: ctypes loaded already (torch does); see the test above
     prof = profile("pcie-8gpu-eagle")
     assert prof.to_dict()["tuner_rules"]
     plan = activation.plan(prof, environ={})
@@ -390,6 +393,9 @@ def test_a_node_rank_before_any_profile_does_nothing(proc):
 
 
 def test_joining_the_launch_writes_values_that_wait_for_it(proc, tmp_path):
+    # This case: a process that has loaded ctypes already (torch does), so the native library is configured at
+    # apply; without it the configuration waits for the first `import ctypes` (tests/unit/inproc/boot/test_import_trigger.py).
+    importlib.import_module("ctypes")
     plan = activation.plan(profile("debug"), environ={})
     assert "NCCL_DEBUG_FILE" not in plan.desired
     activation.apply(plan, origin="test")
@@ -405,6 +411,7 @@ def test_joining_the_launch_writes_values_that_wait_for_it(proc, tmp_path):
 
 
 def test_joining_the_launch_with_nothing_waiting_only_re_signs(proc, tmp_path):
+    importlib.import_module("ctypes")  # this case: ctypes loaded already (torch does); see the test above
     activation.apply(activation.plan(profile("pcie-8gpu"), environ={}), origin="test")
     run = open_launch(str(tmp_path), {}, required=True)
     activation.join_launch(run)

@@ -8,6 +8,7 @@ In-process on the real os.environ (support/inproc.py puts everything back).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -68,6 +69,9 @@ def unsigned(wire: str) -> str:
 
 
 def test_process_start_names_the_plan_the_process_and_what_was_unchanged(proc, tmp_path, sections):
+    # This case: a process that has loaded ctypes already (torch does), so the native library is configured at
+    # apply; without it the configuration waits for the first `import ctypes` (tests/unit/inproc/boot/test_import_trigger.py).
+    importlib.import_module("ctypes")
     prof = profile("pcie-8gpu", sections, sglang_wins=["NCCL_ALGO"])
     run = open_launch(str(tmp_path / "launch"), {}, required=True)
     plan = activation.plan(prof, environ={names.ENV_NODE_RANK: "1"})
