@@ -22,8 +22,6 @@ import subprocess
 import unicodedata
 
 import pytest
-import yaml
-from dotenv import dotenv_values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -168,6 +166,10 @@ def systemd_environment_file(text: str) -> dict[str, str]:
 
 
 def python_dotenv(text: str) -> dict[str, str | None]:
+    from dotenv import (
+        dotenv_values,  # test extra; imported here so a stale venv fails these tests, not collection
+    )
+
     return dict(dotenv_values(stream=io.StringIO(text)))
 
 
@@ -230,6 +232,8 @@ def kubelet_expand(value: str, defined: dict[str, str]) -> str:
 
 def pod_environment(text: str, first: dict[str, str] | None = None) -> dict[str, str]:
     """What a container started with this ``env:`` list holds (``first``: entries before it, e.g. LWS's)."""
+    import yaml  # test extra (see dotenv above)
+
     entries = yaml.safe_load(text)
     assert isinstance(entries, list)
     env = dict(first or {})
