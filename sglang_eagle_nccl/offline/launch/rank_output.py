@@ -24,6 +24,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 
 from sglang_eagle_nccl.contract import names
 
@@ -93,6 +94,11 @@ class RankRelay:
     The ranks are spawned processes: they inherit the file descriptors 1 and 2 the parent has while
     it starts them. :meth:`starting` points both at the rank's pipe for exactly that moment (nothing
     else in preflight writes then: the relaying threads start after every rank has started).
+
+    multiprocessing's resource tracker is started by the first spawn of a process and lives as long as
+    it does: started during a rank's start, it would inherit that rank's pipe and hold it open, so
+    the rank's last line without a newline would never be read and :meth:`finish` would wait its
+    whole timeout. :meth:`starting` therefore starts the tracker first, on the parent's own fds.
     """
 
     def __init__(self, write: Callable[[str], None] | None = None) -> None:
@@ -104,6 +110,7 @@ class RankRelay:
 
     def starting(self, rank: int, start: Callable[[], None]) -> None:
         """Run ``start`` (which spawns the rank) with fds 1 and 2 on a new pipe for that rank."""
+        resource_tracker.ensure_running()
         read_end, write_end = os.pipe()
         for stream in (sys.stdout, sys.stderr):
             try:

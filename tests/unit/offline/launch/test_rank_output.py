@@ -190,3 +190,38 @@ def test_a_grandchild_holding_the_pipe_does_not_hold_preflight(tmp_path):
         assert got[:1] == ["[rank 0] grandchild started"]
     finally:
         os.kill(int((tmp_path / "grandchild-done.pid").read_text()), signal.SIGKILL)  # ours, by its pid
+
+
+# Run as a fresh interpreter (preflight's own situation): the rank is the process's first spawn, so
+# multiprocessing's resource tracker has not started yet. Run inside pytest, an earlier test may have
+# started it already, which hid that the tracker, started during the rank's start, kept the rank's pipe
+# open (its last line without a newline was lost, finish waited its whole timeout).
+FIRST_SPAWN = """
+import json, multiprocessing as mp, sys
+from sglang_eagle_nccl.offline.launch import rank_output as ro
+from support import noisy_rank
+if __name__ == "__main__":
+    got = []
+    relay = ro.RankRelay(write=got.append)
+    p = mp.get_context("spawn").Process(target=noisy_rank.main_bytes, args=([(1, b"first\\n"), (2, b"no newline")],))
+    relay.starting(0, p.start)
+    relay.relay()
+    p.join(60)
+    relay.finish(timeout=30.0)
+    print(json.dumps(got))
+"""
+
+
+def test_the_first_spawn_of_a_fresh_process_loses_no_line(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "first_spawn.py"
+    script.write_text(FIRST_SPAWN)
+    tests_dir = str(Path(noisy_rank.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == ["[rank 0] first", "[rank 0] no newline"]
