@@ -179,16 +179,13 @@ def sync() -> None:
     )
 
 
-_flushing: list[int] = []  # ids of the bindings whose exit flush is registered (once each)
-
-
 def _flush_at_exit(binding: "Any") -> None:
     """Counts of repeated reads and the tuner's answers of live communicators go to the log at exit, in any
     process the library was configured in (NCCL's finalize may never run; a process may never destroy its
-    communicators)."""
-    if id(binding) in _flushing:
+    communicators). Registered once per process."""
+    if STATE.exit_flush is binding:
         return
-    _flushing.append(id(binding))
+    STATE.exit_flush = binding
     import atexit
 
     atexit.register(_flush, binding)
