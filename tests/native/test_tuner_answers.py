@@ -153,3 +153,39 @@ def test_the_ledger_shows_the_actual_answer_and_where_it_differs(tmp_path):
     # The screen of the real launch directory: the tuner's answers are listed even without a ledger file.
     shown = ledger_view([run_dir])
     assert shown is not None and shown.tuner_answers[0]["communicators"][0]["answers"][0]["count"] == 3
+
+
+FORK_CHILD = r"""
+import ctypes, os
+from sglang_eagle_nccl.native.abi import TUNER_STRUCTS
+lib = ctypes.CDLL(os.environ["NCCL_TUNER_PLUGIN"])
+plugin = TUNER_STRUCTS[6].in_dll(lib, "ncclTunerPlugin_v6")
+ctx = ctypes.c_void_p()
+assert plugin.init(ctypes.byref(ctx), 99, 2, 1, None, None, None) == 0
+
+def ask(times):
+    for _ in range(times):
+        table = (ctypes.c_float * 21)(*([1.0] * 21))
+        assert plugin.getCollInfo(ctx, 4, 256, 1, ctypes.cast(table, ctypes.c_void_p), 7, 3, 0,
+                                  ctypes.byref(ctypes.c_int(0))) == 0
+
+ask(2)
+pid = os.fork()
+if pid == 0:  # a forked child (fork handlers take the tuner's lock): what it asks is not the parent's
+    ask(5)
+    plugin.finalize(ctx)
+    os._exit(0)
+os.waitpid(pid, 0)
+ask(1)
+plugin.finalize(ctx)
+"""
+
+
+def test_a_forked_child_does_not_count_or_report_its_parents_communicator(tmp_path):
+    env = _launch_env(tmp_path)
+    subprocess.run([sys.executable, "-c", FORK_CHILD], env=env, check=True, timeout=120)
+    (run_dir,) = _run_dirs(tmp_path / "audit")
+    (comms,) = read_tuner_answers([run_dir]).processes.values()
+    (comm,) = comms.values()
+    assert comm.final and comm.comm_id == f"{99:016x}"
+    assert [(a["collective"], a["bytes"], a["count"]) for a in comm.to_dict()["answers"]] == [("AllReduce", 256, 3)]
