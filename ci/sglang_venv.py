@@ -222,6 +222,10 @@ VERSIONS.update({
                                no_deps=(TRITON_PIN, "xgrammar==0.1.27", "torchao==0.9.0")),
     "0.5.7": VersionSpec("0.5.7", _pinned(_DEPS_0_5_10, transformers="4.57.1"),
                          no_deps=(TRITON_PIN, "xgrammar==0.1.27", "torchao==0.9.0")),
+    # 0.5.8: the ledger's out-of-place all-reduce statement changes definition here (ci/ran.py boundary);
+    # SGLang pins what 0.5.9 pins (transformers 4.57.1, xgrammar 0.1.27, torch 2.9.1).
+    "0.5.8": VersionSpec("0.5.8", _pinned(_DEPS_0_5_10, transformers="4.57.1"),
+                         no_deps=(TRITON_PIN, "xgrammar==0.1.27", "torchao==0.9.0")),
     "0.5.9": VersionSpec("0.5.9", _pinned(_DEPS_0_5_10, transformers="4.57.1"),
                          no_deps=(TRITON_PIN, "xgrammar==0.1.27", "torchao==0.9.0")),
     "0.5.10.post1": VersionSpec("0.5.10.post1", _DEPS_0_5_10, no_deps=(TRITON_PIN, "xgrammar==0.1.32")),

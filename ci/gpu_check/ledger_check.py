@@ -7,7 +7,14 @@ and every collective line names its implementation. On a GPU (CUDA graphs on) so
 count CUDA-graph replays: the replay hooks ran, and the captured collectives are the ``capture``
 lines. One GPU runs TP = 1, where SGLang issues no collective on its one-rank groups: the ledger
 then counts steps and replays only (PyNccl against torch's communicator needs TP >= 2: run with
-more GPUs and the same step shows which carried each all-reduce, with the tuner's answer)."""
+more GPUs and the same step shows which carried each all-reduce, with the tuner's answer).
+
+The tuner's actual answers (counted in C per communicator and size, ``tuner_answers`` of the
+section, joined per line as ``actual``): on a GPU, an NCCL-carried line whose size NCCL never asked
+the tuner about is a problem (the tuner plugin did not run in that process); an actual answer that
+is not the rules' answer is reported as a note naming the line ("differs"), not a failure -- it is
+the finding the ledger exists to show. The CPU rehearsal has no NCCL: no answer is expected.
+"""
 
 from __future__ import annotations
 
@@ -50,4 +57,26 @@ def judge_ledger(section: Any, *, rehearsal: bool) -> tuple[list[str], list[str]
                         "the replay hooks did not run on this SGLang")
     if not lines:
         notes.append("no collective in the ledger: at TP = 1 SGLang skips every collective of a one-rank group")
+    tuner = [c for p in section.get("tuner_answers") or [] if isinstance(p, dict) for c in p.get("communicators", [])]
+    details["tuner_communicators"] = [
+        {k: c.get(k) for k in ("context", "group", "nranks", "abi", "final", "unrecorded")}
+        | {"answers": [(a.get("collective"), a.get("bytes"), a.get("answer"), a.get("count"))
+                       for a in c.get("answers", [])]}
+        for c in tuner if isinstance(c, dict)
+    ]
+    for ln in lines:
+        if not ln.get("nccl"):
+            continue
+        for size in ln.get("sizes", []):
+            where = f"{ln.get('phase')} {ln.get('op')} {size.get('bytes')} B on {ln.get('group')} via {ln.get('impl')}"
+            actual = size.get("actual")
+            if not actual and not rehearsal:
+                problems.append(f"{where}: NCCL carried it but the tuner plugin recorded no answer for that size")
+            for a in actual or []:
+                if a.get("differs"):
+                    rule = (size.get("decision") or {}).get("answer")
+                    notes.append(f"{where}: the tuner answered {a.get('answer')} x {a.get('count')} (group "
+                                 f"{a.get('group') or 'no label'}), the rules answer {rule}: differs")
+    if rehearsal and not tuner:
+        notes.append("CPU rehearsal: NCCL never asks the tuner here, so no actual tuner answer is expected")
     return problems, notes, details

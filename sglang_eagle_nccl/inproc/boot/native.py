@@ -67,6 +67,7 @@ def _configure(path: str, desired: "Mapping[str, str]", data: "Mapping[str, Any]
     if desired.get(TUNER_PLUGIN):
         binding.configure_tuner(rules)
     STATE.env_control = binding
+    _flush_at_exit(binding)
     if run_dir is not None and STATE.reads_log is None:
         _open_reads_log(binding, run_dir)
 
@@ -167,10 +168,7 @@ def sync() -> None:
     first = STATE.native_info is None
     STATE.native_info = {"library_version": binding.library_version(), "rules_digest": rules_digest(rules)}
     if first:
-        import atexit
-
-        # Counts of repeated reads go to the log at exit (NCCL's finalize may never run).
-        atexit.register(_flush, binding)
+        _flush_at_exit(binding)
     record(
         "native_plugins",
         library=path,
@@ -179,6 +177,18 @@ def sync() -> None:
         tuner=binding.tuner_rule_count() > 0,
         reads_log=STATE.reads_log,
     )
+
+
+def _flush_at_exit(binding: "Any") -> None:
+    """Counts of repeated reads and the tuner's answers of live communicators go to the log at exit, in any
+    process the library was configured in (NCCL's finalize may never run; a process may never destroy its
+    communicators). Registered once per process."""
+    if STATE.exit_flush is binding:
+        return
+    STATE.exit_flush = binding
+    import atexit
+
+    atexit.register(_flush, binding)
 
 
 def _flush(binding: "Any") -> None:

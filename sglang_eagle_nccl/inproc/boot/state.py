@@ -61,6 +61,7 @@ class ProcessState:
         self.native_info: dict[str, str] | None = None
         self.reads_log: str | None = None
         self.env_control: Any = None  # the env plugin's ctypes control, once configured
+        self.exit_flush: Any = None  # the control whose counts and tuner answers are flushed at exit
         self.audit: AuditWriter | None = None
         self.selection: Selection | None = None
         self.cli_hooks = False

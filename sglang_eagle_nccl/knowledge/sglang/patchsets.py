@@ -236,11 +236,9 @@ def _reliances(hook: dict[str, Any], path: str) -> tuple[Reliance, ...]:
     raw = hook.get("relies_on", [])
     target = hook["target"]
     is_sglang = target.split(":", 1)[0].split(".")[0] == "sglang"
-    # An opt-in observation hook (the phase ledger: when = "ledger", not required) changes nothing SGLang does
-    # and may state no behaviour: the matrix shows it as stating none, and the e2e tier runs it. Every other
-    # SGLang hook must state what it relies on.
-    observes_only = hook.get("when") == "ledger" and hook.get("required") is False
-    if not isinstance(raw, list) or (is_sglang and not raw and not observes_only):
+    # Every SGLang hook states what it relies on, the phase ledger's opt-in observation hooks included: a
+    # hook whose behaviour is not proven would count nothing on a release where it moved, silently.
+    if not isinstance(raw, list) or (is_sglang and not raw):
         raise ManifestError(f"{path}: hook {target} must state relies_on = [{{ writes|reaches|precedes = ..., why = ... }}]: "
                             "the behaviour of SGLang it needs, which the compatibility matrix proves on every release")
     out = []

@@ -165,6 +165,7 @@ static sen_result_t init_v2(uint8_t major, uint8_t minor, uint8_t patch, const c
 static sen_result_t finalize(void) {
   pthread_mutex_lock(&sen_env_lock);
   reads_log_counts_locked();
+  tuner_answers_flush_locked();
   pthread_mutex_unlock(&sen_env_lock);
   return SEN_NCCL_SUCCESS;
 }
@@ -299,6 +300,7 @@ static void after_fork_parent(void) {
 
 static void after_fork_child(void) {
   reads_log_reset_locked();
+  tuner_forget_after_fork();
   after_fork_parent();
 }
 

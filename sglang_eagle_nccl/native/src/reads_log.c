@@ -1,7 +1,9 @@
 /* The reads log: one JSON line per first sighting of what NCCL read, in a per-process file Python names.
  *
  * Lines ("event" field): "env_init" (NCCL loaded the env plugin: ABI, NCCL version), "read" (first lookup of a
- * (name, value, source, environment) combination), "tuner_init" (a communicator initialised the tuner), and
+ * (name, value, source, environment) combination), "tuner_init" (a communicator initialised the tuner),
+ * "tuner_answers" (what the tuner answered one communicator, counted per collective, size and answer: at its
+ * destroy, and cumulative for the live ones whenever "counts" is written; tuner_plugin.c), and
  * "counts" (cumulative counts of every recorded read; written when Python asks and at NCCL's finalize, so the
  * last one is the most complete). Nothing here can fail NCCL: an error is kept for Python to report. */
 #include "sen_internal.h"
@@ -193,10 +195,12 @@ SEN_EXPORT int sen_reads_log_status(void) {
   return rc;
 }
 
-/* Append one "counts" line. Returns sen_reads_log_status(). */
+/* Append one "counts" line, and a "tuner_answers" line per communicator NCCL has not destroyed yet (a process
+ * may exit without destroying them). Returns sen_reads_log_status(). */
 SEN_EXPORT int sen_flush_reads_counts(void) {
   pthread_mutex_lock(&sen_env_lock);
   reads_log_counts_locked();
+  tuner_answers_flush_locked();
   int rc = log_error;
   pthread_mutex_unlock(&sen_env_lock);
   return rc;

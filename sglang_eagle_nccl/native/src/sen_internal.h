@@ -8,7 +8,8 @@
  *
  *   env_plugin.c    ncclEnvPlugin_v1/_v2: serve the profile, record what NCCL reads
  *   reads_log.c     the per-process JSON-lines file of those reads
- *   tuner_plugin.c  ncclTunerPlugin_v2.._v6: first matching size/rank/group rule picks algorithm/protocol
+ *   tuner_plugin.c  ncclTunerPlugin_v2.._v6: first matching size/rank/group rule picks algorithm/protocol;
+ *                   counts what it answered per communicator, written to the reads log at destroy and flush
  *   json_line.c     building one JSON line (escaping arbitrary environment bytes)
  *
  * Build: cc -std=c11 -Wall -Wextra -O2 -fPIC -fvisibility=hidden -shared -pthread (see ../build.py). Only what
@@ -94,5 +95,7 @@ void reads_log_reset_locked(void);
 
 void tuner_lock_for_fork(void);
 void tuner_unlock_after_fork(void);
+void tuner_forget_after_fork(void);    /* with tuner_lock held, in a forked child */
+void tuner_answers_flush_locked(void); /* sen_env_lock held: a "tuner_answers" line per live communicator */
 
 #endif

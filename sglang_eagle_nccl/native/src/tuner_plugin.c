@@ -94,14 +94,49 @@ static size_t n_rules, cap_rules;
 static _Thread_local int last_rule = -1;
 static _Thread_local int last_applied = 0;
 
+/* What the tuner actually answered, per communicator: one entry per (collective, size, answer), counted.
+ * The answer is the rule that matched (-1: none), whether its cell was taken (applied), and the algorithm,
+ * protocol and channels handed to NCCL (-1, -1, 0 when NCCL decides). */
 typedef struct {
+  int collective;
+  uint64_t nbytes;
+  int rule, applied, algorithm, protocol, channels;
+  unsigned long long count;
+} answer_t;
+
+/* Per communicator, beyond this many distinct (collective, size, answer) entries a call is only counted in
+ * `unrecorded`: a communicator that sees every size still costs bounded memory and a bounded line. */
+#define MAX_ANSWERS 256
+
+typedef struct tuner_ctx {
   int abi;
   size_t nranks, nnodes;
   char* group; /* label selected when NCCL called init, or NULL */
+  uint64_t comm_id;
+  int context;  /* 1, 2, ... in the order this process's communicators initialised the tuner (v2-v4 have no commId) */
+  unsigned generation; /* the process that created it (see `generation`): a forked child does not report its parent's */
+  pthread_mutex_t lock; /* the answers; taken alone by getCollInfo, after tuner_lock by the flush */
+  answer_t* answers;
+  size_t n_answers, cap_answers, last; /* last: the entry the previous call hit (a decode step repeats sizes) */
+  unsigned long long unrecorded;
+  struct tuner_ctx *prev, *next; /* live contexts, guarded by tuner_lock */
 } tuner_ctx_t;
+
+static tuner_ctx_t* live; /* contexts NCCL has not destroyed yet (tuner_lock) */
+static int contexts;      /* contexts created in this process (tuner_lock) */
+/* Bumped in a forked child: a context of another generation is the parent's (getpid() would be a system call
+ * per collective). */
+static unsigned generation;
 
 void tuner_lock_for_fork(void) { pthread_mutex_lock(&tuner_lock); }
 void tuner_unlock_after_fork(void) { pthread_mutex_unlock(&tuner_lock); }
+
+/* In a forked child (tuner_lock held by the fork handler): the parent's communicators are not the child's. */
+void tuner_forget_after_fork(void) {
+  generation++;
+  live = NULL;
+  contexts = 0;
+}
 
 /* ---- control functions, called by Python through ctypes ---- */
 
@@ -180,14 +215,23 @@ static sen_result_t tuner_init(int abi, void** ctx_out, uint64_t comm_id, size_t
   ctx->abi = abi;
   ctx->nranks = nranks;
   ctx->nnodes = nnodes;
+  ctx->comm_id = comm_id;
+  ctx->generation = generation;
+  pthread_mutex_init(&ctx->lock, NULL);
   int count = sen_tuner_rule_count();
   pthread_mutex_lock(&sen_env_lock);
   ctx->group = sen_dup(sen_selected_label);
+  pthread_mutex_lock(&tuner_lock);
+  ctx->context = ++contexts;
+  ctx->next = live;
+  if (live) live->prev = ctx;
+  live = ctx;
+  pthread_mutex_unlock(&tuner_lock);
   sbuf_t b = {0};
   sb_head(&b, "tuner_init");
   sb_fmt(&b, ",\"abi\":%d,\"nranks\":%zu,\"nnodes\":%zu,\"rules\":%d", abi, nranks, nnodes, count);
   /* commId (v5+: comm->commHash) tells communicators apart in the audit; v2-v4 do not receive it (0). */
-  sb_fmt(&b, ",\"comm_id\":\"%016llx\"", (unsigned long long)comm_id);
+  sb_fmt(&b, ",\"comm_id\":\"%016llx\",\"context\":%d", (unsigned long long)comm_id, ctx->context);
   sb_str(&b, ",\"group\":");
   sb_json(&b, ctx->group);
   reads_log_emit_locked(&b);
@@ -198,9 +242,89 @@ static sen_result_t tuner_init(int abi, void** ctx_out, uint64_t comm_id, size_t
   return SEN_NCCL_SUCCESS;
 }
 
+/* Count one answer of `ctx` (getCollInfo's thread; NCCL does not call one communicator from two threads at
+ * once, the lock is for a concurrent flush). A repeated size costs one comparison and an increment. */
+static void note_answer(tuner_ctx_t* ctx, int collective, size_t nbytes, int rule, int applied, int algorithm,
+                        int protocol, int channels) {
+  if (!ctx || ctx->generation != generation) return;
+  answer_t key = {collective, (uint64_t)nbytes, rule, applied, algorithm, protocol, channels, 0};
+  pthread_mutex_lock(&ctx->lock);
+  answer_t* hit = NULL;
+  if (ctx->last < ctx->n_answers) {
+    answer_t* a = &ctx->answers[ctx->last];
+    if (a->collective == collective && a->nbytes == key.nbytes && a->rule == rule && a->applied == applied &&
+        a->algorithm == algorithm && a->protocol == protocol && a->channels == channels)
+      hit = a;
+  }
+  for (size_t i = 0; !hit && i < ctx->n_answers; i++) {
+    answer_t* a = &ctx->answers[i];
+    if (a->collective == collective && a->nbytes == key.nbytes && a->rule == rule && a->applied == applied &&
+        a->algorithm == algorithm && a->protocol == protocol && a->channels == channels) {
+      hit = a;
+      ctx->last = i;
+    }
+  }
+  if (!hit && ctx->n_answers < MAX_ANSWERS &&
+      !sen_grow((void**)&ctx->answers, &ctx->cap_answers, sizeof *ctx->answers, ctx->n_answers + 1)) {
+    ctx->last = ctx->n_answers;
+    hit = &ctx->answers[ctx->n_answers++];
+    *hit = key;
+  }
+  if (hit) hit->count++;
+  else ctx->unrecorded++;
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+/* One "tuner_answers" line: the cumulative answers of one communicator (sen_env_lock held; the reader keeps the
+ * largest count of each entry, so a flush followed by the final line counts nothing twice). */
+static void emit_answers_locked(tuner_ctx_t* ctx, int final) {
+  pthread_mutex_lock(&ctx->lock);
+  sbuf_t b = {0};
+  sb_head(&b, "tuner_answers");
+  sb_fmt(&b, ",\"abi\":%d,\"nranks\":%zu,\"nnodes\":%zu", ctx->abi, ctx->nranks, ctx->nnodes);
+  sb_fmt(&b, ",\"comm_id\":\"%016llx\",\"context\":%d", (unsigned long long)ctx->comm_id, ctx->context);
+  sb_str(&b, ",\"group\":");
+  sb_json(&b, ctx->group);
+  sb_str(&b, final ? ",\"final\":true,\"answers\":[" : ",\"final\":false,\"answers\":[");
+  for (size_t i = 0; i < ctx->n_answers; i++) {
+    const answer_t* a = &ctx->answers[i];
+    /* sb_fmt formats at most 95 characters at a time: one field group per call */
+    sb_fmt(&b, "%s{\"collective\":%d,\"bytes\":%llu,\"rule\":%d", i ? "," : "", a->collective,
+           (unsigned long long)a->nbytes, a->rule);
+    sb_fmt(&b, ",\"applied\":%s,\"algorithm\":%d,\"protocol\":%d", a->applied ? "true" : "false", a->algorithm,
+           a->protocol);
+    sb_fmt(&b, ",\"channels\":%d,\"count\":%llu}", a->channels, a->count);
+  }
+  sb_fmt(&b, "],\"unrecorded\":%llu", ctx->unrecorded);
+  pthread_mutex_unlock(&ctx->lock);
+  reads_log_emit_locked(&b);
+}
+
+/* The answers of every live communicator, cumulative (with the "counts" line: at exit, on demand). */
+void tuner_answers_flush_locked(void) {
+  pthread_mutex_lock(&tuner_lock);
+  for (tuner_ctx_t* c = live; c; c = c->next)
+    if (c->generation == generation && (c->n_answers || c->unrecorded)) emit_answers_locked(c, 0);
+  pthread_mutex_unlock(&tuner_lock);
+}
+
+/* destroy (v2-v4) / finalize (v5+): the communicator's final answers go to the reads log, then it is freed. */
 static sen_result_t tuner_free(void* ctx) {
   tuner_ctx_t* c = ctx;
-  if (c) free(c->group);
+  if (!c) return SEN_NCCL_SUCCESS;
+  if (c->generation == generation) {
+    pthread_mutex_lock(&sen_env_lock);
+    pthread_mutex_lock(&tuner_lock);
+    if (c->prev) c->prev->next = c->next;
+    else if (live == c) live = c->next;
+    if (c->next) c->next->prev = c->prev;
+    pthread_mutex_unlock(&tuner_lock);
+    emit_answers_locked(c, 1);
+    pthread_mutex_unlock(&sen_env_lock);
+    pthread_mutex_destroy(&c->lock);
+  }
+  free(c->answers);
+  free(c->group);
   free(c);
   return SEN_NCCL_SUCCESS;
 }
@@ -216,14 +340,21 @@ static sen_result_t decide_table(void* ctx, int collective, size_t nbytes, float
   rule_t r;
   if (!ctx || !table) return SEN_NCCL_SUCCESS;
   int index = match_rule(ctx, collective, nbytes, &r);
-  if (index < 0) return SEN_NCCL_SUCCESS;
   last_rule = index;
-  if (r.algorithm >= num_algo || r.protocol >= num_proto) return SEN_NCCL_SUCCESS;
+  if (index < 0 || r.algorithm >= num_algo || r.protocol >= num_proto) {
+    note_answer(ctx, collective, nbytes, index, 0, -1, -1, 0);
+    return SEN_NCCL_SUCCESS;
+  }
   float* cell = (float*)table + (size_t)r.algorithm * (size_t)num_proto + (size_t)r.protocol;
-  if (*cell == CELL_IGNORE) return SEN_NCCL_SUCCESS;
+  if (*cell == CELL_IGNORE) {
+    note_answer(ctx, collective, nbytes, index, 0, -1, -1, 0);
+    return SEN_NCCL_SUCCESS;
+  }
   *cell = 0.0f;
-  if (r.channels > 0 && nchannels) *nchannels = r.channels;
+  int channels = r.channels > 0 && nchannels ? r.channels : 0;
+  if (channels) *nchannels = channels;
   last_applied = 1;
+  note_answer(ctx, collective, nbytes, index, 1, r.algorithm, r.protocol, channels);
   return SEN_NCCL_SUCCESS;
 }
 
@@ -237,16 +368,19 @@ static sen_result_t coll_info_v2(void* ctx, int collective, size_t nbytes, int c
   rule_t r;
   if (!ctx || !algorithm || !protocol) return SEN_NCCL_SUCCESS;
   int index = match_rule(ctx, collective, nbytes, &r);
-  if (index < 0) return SEN_NCCL_SUCCESS;
   last_rule = index;
-  if (r.algorithm >= V2_NUM_ALGORITHMS) return SEN_NCCL_SUCCESS;
-  if ((r.algorithm == ALGO_COLLNET_DIRECT || r.algorithm == ALGO_COLLNET_CHAIN) && collnet_support != 1)
+  if (index < 0 || r.algorithm >= V2_NUM_ALGORITHMS ||
+      ((r.algorithm == ALGO_COLLNET_DIRECT || r.algorithm == ALGO_COLLNET_CHAIN) && collnet_support != 1) ||
+      ((r.algorithm == ALGO_NVLS || r.algorithm == ALGO_NVLS_TREE) && nvls_support != 1)) {
+    note_answer(ctx, collective, nbytes, index, 0, -1, -1, 0);
     return SEN_NCCL_SUCCESS;
-  if ((r.algorithm == ALGO_NVLS || r.algorithm == ALGO_NVLS_TREE) && nvls_support != 1) return SEN_NCCL_SUCCESS;
+  }
   *algorithm = r.algorithm;
   *protocol = r.protocol;
-  if (r.channels > 0 && nchannels) *nchannels = r.channels;
+  int channels = r.channels > 0 && nchannels ? r.channels : 0;
+  if (channels) *nchannels = channels;
   last_applied = 1;
+  note_answer(ctx, collective, nbytes, index, 1, r.algorithm, r.protocol, channels);
   return SEN_NCCL_SUCCESS;
 }
 

@@ -7,16 +7,18 @@ from typing import Any
 from sglang_eagle_nccl.offline.audit.ledger_join import LedgerView, native_decider, summarize
 from sglang_eagle_nccl.offline.audit.ledger_read import read_ledger
 from sglang_eagle_nccl.offline.audit.ledger_render import comm_notes, format_ledger
+from sglang_eagle_nccl.offline.audit.tuner_answers import read_tuner_answers
 
 
 def ledger_view(run_dirs: list[str]) -> LedgerView | None:
-    """The launch's ledger view, or None when no process of it wrote a ledger."""
+    """The launch's ledger view, or None when no process of it wrote a ledger and the tuner recorded no answer."""
     ledger = read_ledger(run_dirs)
-    if not ledger.files:
+    answers = read_tuner_answers(run_dirs)
+    if not ledger.files and not answers.processes:
         return None
     rules = ledger.profile.get("tuner_rules") if isinstance(ledger.profile.get("tuner_rules"), list) else []
     decide, note = native_decider(rules)
-    view = summarize(ledger, decide)
+    view = summarize(ledger, decide, answers)
     view.decision_note = note
     return view
 

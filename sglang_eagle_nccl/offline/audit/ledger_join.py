@@ -15,6 +15,13 @@ Rules:
   :func:`sglang_eagle_nccl.native.library.query_rules`, with the launch profile's
   ``tuner_rules``), asked once per distinct query. A line whose implementation does not go
   through NCCL says so (``nccl`` False): what the rules would answer is shown, marked as not used.
+- **What the tuner actually answered is the C side's count.** Where the tuner plugin ran (NCCL loaded
+  it: a GPU machine), its answers per communicator are in the reads logs
+  (:mod:`.tuner_answers`). For an NCCL-carried line and size, the answers the tuner gave that
+  line's processes for the same collective, size and rank count are summed per (answer,
+  communicator's group label); one that is not the rules' answer (rule, applied, algorithm,
+  protocol, channels) is marked ``differs`` -- a torch communicator created without the group's
+  label misses a group rule, for instance. No recorded answer is ``[]`` (not run through NCCL here).
 """
 
 from __future__ import annotations
@@ -24,13 +31,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sglang_eagle_nccl.contract import ledger as contract
+from sglang_eagle_nccl.contract.launch_dir import identity_key
 from sglang_eagle_nccl.offline.audit.ledger_read import LaunchLedger
+from sglang_eagle_nccl.offline.audit.tuner_answers import TunerAnswers
 
 NCCL_COLLECTIVES = {"all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
                     "broadcast": "Broadcast"}
 MODE_ORDER = {m: i for i, m in enumerate(contract.MODES)}
 
 Decide = Callable[[str, int, int, int, str], dict[str, Any]]
+# The fields an answer is compared by: the same rule, taken or not, with the same cell and channels.
+SAME_ANSWER = ("rule_index", "applied", "algorithm", "protocol", "channels")
 
 
 def phase_rank(phase: str) -> tuple[int, str]:
@@ -59,6 +70,11 @@ class Line:
     # bytes -> total calls in each process (sorted)
     totals: dict[int, list[int]] = field(default_factory=dict)
     decisions: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # bytes -> what the tuner plugin answered these processes (see the module's rules); absent: not looked up
+    actual: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def differs(self, nbytes: int) -> bool:
+        return any(a.get("differs") for a in self.actual.get(nbytes, []))
 
     @property
     def nccl(self) -> bool:
@@ -74,7 +90,7 @@ class Line:
             "ranks": self.ranks, "dtype": self.dtype, "nccl": self.nccl, "exact": self.exact(),
             "sizes": [
                 {"bytes": b, "calls_per_step": _shown_ratio(self.per_step.get(b)), "totals": self.totals[b],
-                 "decision": self.decisions.get(b)}
+                 "decision": self.decisions.get(b), "actual": self.actual.get(b), "differs": self.differs(b)}
                 for b in sorted(self.totals)
             ],
         }
@@ -111,11 +127,12 @@ class LedgerView:
     models: dict[str, Any]
     unreadable: list[str]
     decision_note: str | None = None
+    tuner_answers: list[dict[str, Any]] = field(default_factory=list)  # every communicator's, per process
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "processes": self.processes, "models": self.models, "unreadable": self.unreadable,
-            "decision_note": self.decision_note,
+            "decision_note": self.decision_note, "tuner_answers": self.tuner_answers,
             "steps": [s.to_dict() for s in self.steps], "lines": [line.to_dict() for line in self.lines],
         }
 
@@ -130,8 +147,26 @@ def _sort_key(ctx: tuple) -> tuple:
             tokens if isinstance(tokens, int) else -1)
 
 
-def summarize(ledger: LaunchLedger, decide: Decide | None = None) -> LedgerView:
-    """Lines and steps of a launch's ledger, in the screen's order, each size joined with ``decide``."""
+def actual_answers(answers: TunerAnswers, idents: list[tuple], collective: str, nbytes: int, ranks: int,
+                   decision: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The tuner's recorded answers to these processes for this call, summed per (answer, group label)."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for ident in idents:
+        for a in answers.matching(ident, collective, nbytes, ranks):
+            key = (a["answer"], a["group"])
+            got = merged.get(key)
+            if got is None:
+                got = merged[key] = {k: a[k] for k in (*SAME_ANSWER, "answer", "group")} | {"count": 0,
+                                                                                              "communicators": 0}
+                got["differs"] = decision is not None and any(a[k] != decision.get(k) for k in SAME_ANSWER)
+            got["count"] += a["count"]
+            got["communicators"] += 1
+    return sorted(merged.values(), key=lambda a: (-a["count"], a["answer"], str(a["group"])))
+
+
+def summarize(ledger: LaunchLedger, decide: Decide | None = None, answers: TunerAnswers | None = None) -> LedgerView:
+    """Lines and steps of a launch's ledger, in the screen's order, each size joined with ``decide`` and,
+    when given, with what the tuner plugin actually answered (``answers``)."""
     procs = [p for p in ledger.processes.values() if p.counts]
     steps_by: dict[tuple, dict[int, int]] = {}
     replays_by: dict[tuple, dict[int, int]] = {}
@@ -155,7 +190,7 @@ def summarize(ledger: LaunchLedger, decide: Decide | None = None) -> LedgerView:
                 per[i] = per.get(i, 0) + n
                 meta[lk] = (int(fields.get("ranks") or 0), str(fields.get("dtype")))
     lines = []
-    answers: dict[tuple, dict[str, Any]] = {}
+    asked: dict[tuple, dict[str, Any]] = {}
     for lk in sorted(groups, key=lambda k: (_sort_key(k[:4]), str(k[4]), str(k[5]), str(k[6]))):
         phase, mode, batch, tokens, op, group, impl = lk
         ranks, dtype = meta[lk]
@@ -168,15 +203,20 @@ def summarize(ledger: LaunchLedger, decide: Decide | None = None) -> LedgerView:
             line.per_step[nbytes] = (min(ratios), max(ratios)) if ratios and len(ratios) == len(per) else None
             if decide is not None and op in NCCL_COLLECTIVES:
                 q = (NCCL_COLLECTIVES[str(op)], nbytes, ranks, str(group).split(":")[0])
-                if q not in answers:
-                    answers[q] = decide(q[0], q[1], q[2], 1, q[3])
-                line.decisions[nbytes] = answers[q]
+                if q not in asked:
+                    asked[q] = decide(q[0], q[1], q[2], 1, q[3])
+                line.decisions[nbytes] = asked[q]
+            if answers is not None and line.nccl and op in NCCL_COLLECTIVES:
+                idents = [identity_key(procs[i].identity) for i in sorted(per)]
+                line.actual[nbytes] = actual_answers(answers, idents, NCCL_COLLECTIVES[str(op)], nbytes, ranks,
+                                                     line.decisions.get(nbytes))
         lines.append(line)
     steps = [
         Steps(str(c[0]), str(c[1]), c[2], c[3], sorted(steps_by.get(c, {}).values()), sorted(replays_by.get(c, {}).values()))
         for c in sorted(set(steps_by) | set(replays_by), key=_sort_key)
     ]
-    return LedgerView(lines, steps, len(procs), models, list(ledger.unreadable))
+    return LedgerView(lines, steps, len(procs), models, list(ledger.unreadable),
+                      tuner_answers=answers.to_dict() if answers is not None else [])
 
 
 def native_decider(tuner_rules: list[Any], lib: Any = None) -> tuple[Decide | None, str | None]:

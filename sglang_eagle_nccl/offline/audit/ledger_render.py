@@ -65,8 +65,23 @@ def _decision_text(line: Line, nbytes: int, note: str | None) -> str:
         return f"→ {note}" if note and line.nccl else ""
     answer = d.get("answer", "?")
     if line.nccl:
-        return f"→ {answer}"
+        return f"→ {answer}" + _actual_text(line, nbytes)
     return f"→ NCCL not used here (the profile's rules would answer: {answer})"
+
+
+def _actual_text(line: Line, nbytes: int) -> str:
+    """What the tuner plugin answered (counted in C), and ``⚠ differs`` where it is not the rules' answer."""
+    if nbytes not in line.actual:
+        return ""
+    got = line.actual[nbytes]
+    if not got:
+        return "; the tuner recorded no answer for it (NCCL did not ask the plugin here)"
+    parts = []
+    for a in got:
+        where = f"communicator{'s' if a['communicators'] != 1 else ''} of group {a['group'] or '(no label)'}"
+        text = f"{a['answer']} × {a['count']} ({a['communicators']} {where})"
+        parts.append(("⚠ differs: " if a.get("differs") else "") + text)
+    return "; the tuner answered: " + "; ".join(parts)
 
 
 def _layers(view: LedgerView, phase: str) -> int | None:
@@ -86,7 +101,7 @@ def _steps_text(s: Steps | None) -> str:
 
 def format_ledger(view: LedgerView, comms: dict[tuple[str, str], str] | None = None) -> str:
     """The screen. ``comms`` maps (group unique name, implementation) to what the audit knows of that communicator."""
-    if not view.lines and not view.steps:
+    if not view.lines and not view.steps and not view.tuner_answers:
         return ("Phase ledger: nothing recorded (was the launch started with --nccl-ledger / "
                 "SGLANG_EAGLE_NCCL_LEDGER=1, and did it run a forward pass?)")
     out = [f"Phase ledger ({view.processes} process{'es' if view.processes != 1 else ''}; counts per rank, "
@@ -113,6 +128,15 @@ def format_ledger(view: LedgerView, comms: dict[tuple[str, str], str] | None = N
             out.append(context_text(*ctx) + _steps_text(s) + ": no collective")
     if view.decision_note:
         out.append(f"Decisions: {view.decision_note}")
+    for proc in view.tuner_answers:
+        for c in proc["communicators"]:
+            sizes = ", ".join(f"{a['collective']} {size_text(a['bytes'])}: {a['answer']} × {a['count']}"
+                              for a in c["answers"][:6])
+            more = f" (+{len(c['answers']) - 6} more)" if len(c["answers"]) > 6 else ""
+            out.append(f"Tuner answers, pid {proc['process'][3]} communicator {c['context']} "
+                       f"(group {c['group'] or '(no label)'}, {c['nranks']} ranks, ABI v{c['abi']}): "
+                       f"{sizes or 'no collective asked'}{more}"
+                       + (f"; {c['unrecorded']} call(s) beyond the recorded sizes" if c["unrecorded"] else ""))
     if view.unreadable:
         out.append(f"⚠ {len(view.unreadable)} ledger line(s) could not be read: " + "; ".join(view.unreadable[:3]))
     return "\n".join(out)

@@ -58,3 +58,13 @@ def test_an_unidentified_implementation_is_a_problem(tmp_path) -> None:
 def test_no_ledger_at_all_is_a_problem() -> None:
     problems, _, details = judge_ledger(None, rehearsal=True)
     assert len(problems) == 1 and details == {}
+
+
+def test_nccl_lines_without_an_actual_tuner_answer_fail_on_a_gpu_only(tmp_path) -> None:
+    section = _section(tmp_path, impl="torch_nccl")
+    assert all(s["actual"] is None for ln in section["lines"] for s in ln["sizes"])  # not looked up: no answers
+    problems, _, _ = judge_ledger(section, rehearsal=False)
+    assert any("recorded no answer" in p for p in problems)
+    problems, notes, _ = judge_ledger(section, rehearsal=True)
+    assert not any("recorded no answer" in p for p in problems)
+    assert any("no actual tuner answer is expected" in n for n in notes)

@@ -68,6 +68,8 @@ def c_writes() -> dict[str, list[tuple[str, set[str]]]]:
             # Nested objects (the counts line's list of reads) are checked by their own row's type.
             if match.group(1) == "counts":
                 fields = {"reads", "unrecorded"}
+            elif match.group(1) == "tuner_answers":
+                fields = {f for f in fields if f not in events.READS_EVENTS["tuner_answers"].required["answers"][1][1]}
             line = text.count("\n", 0, match.start()) + 1
             found.setdefault(match.group(1), []).append((f"native/src/{path.name}:{line}", fields))
     return found

@@ -180,7 +180,8 @@ def test_the_json_form_of_a_line_and_a_view() -> None:
     assert got["lines"][0] == {
         "phase": "decode", "mode": "eager", "batch": 1, "tokens": 3, "op": "all_reduce", "group": "tp:0",
         "impl": "pynccl", "implementation": "PyNccl", "ranks": 2, "dtype": "bfloat16", "nccl": True, "exact": False,
-        "sizes": [{"bytes": 384, "calls_per_step": [1.667, 2.5], "totals": [5, 5], "decision": {"answer": "384"}}],
+        "sizes": [{"bytes": 384, "calls_per_step": [1.667, 2.5], "totals": [5, 5], "decision": {"answer": "384"},
+                   "actual": None, "differs": False}],
     }
     extend = [x for x in got["lines"] if x["phase"] == "extend"][0]
     assert extend["sizes"][0]["calls_per_step"] == 0.333 and extend["exact"] is True
@@ -230,7 +231,8 @@ def test_an_unknown_implementation_is_shown_by_its_name_and_missing_sizes_as_zer
     view = summarize(_ledger(_file(1, [_step("decode", 1), line, other])))
     (got,) = view.to_dict()["lines"]
     assert got["implementation"] == "future_impl" and got["ranks"] == 0
-    assert got["sizes"] == [{"bytes": 0, "calls_per_step": 3, "totals": [3], "decision": None}]
+    assert got["sizes"] == [{"bytes": 0, "calls_per_step": 3, "totals": [3], "decision": None, "actual": None,
+                             "differs": False}]
     assert view.to_dict()["models"] == {}
 
 

@@ -516,3 +516,29 @@ def test_doctor_reports_an_unchecked_release_as_untested_and_checks_its_source(
     data = json.loads(CliRunner().invoke(main, ["doctor", "--json"]).output)
     target = next(t for t in data["targets"] if t["target"].endswith(":_set_envs_and_config"))
     assert target["found"] is True and target["ok"] is False and "multiprocessing.set_start_method" in target["unproven"]
+
+
+def test_a_ledger_observation_hook_must_state_what_it_relies_on_too():
+    """No exception for the phase ledger's opt-in hooks (when = "ledger", required = false): a hook whose
+    behaviour the matrix does not prove would count nothing, silently, on a release where it moved."""
+    ledger_hook = """
+[[hook]]
+target = "sglang.srt.distributed.parallel_state:GroupCoordinator.broadcast"
+kind = "around"
+handler = "ledger_broadcast"
+required = false
+params = ["self", "input_"]
+when = "ledger"
+"""
+    stated = '\nrelies_on = [{ reaches = "torch.distributed.broadcast", why = "the broadcast is issued here" }]\n'
+    base = RESOLUTION_MANIFEST
+    with pytest.raises(patchsets.ManifestError, match="must state relies_on"):
+        patchsets.parse_manifest(base + ledger_hook, "fake.toml")
+    parsed = patchsets.parse_manifest(base + ledger_hook + stated, "fake.toml")
+    hook = next(h for h in parsed.hooks if h.when == "ledger")
+    assert [r.subject for r in hook.relies_on] == [("torch.distributed.broadcast",)]
+
+
+def test_every_ledger_hook_of_the_manifests_states_its_behaviour():
+    hooks = [h for s in patchsets.load_manifests() for h in s.hooks if h.when == "ledger"]
+    assert hooks and all(h.relies_on for h in hooks), [h.target for h in hooks if not h.relies_on]
