@@ -14,12 +14,21 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.offline.audit.read import _Copy, _reads_of, _reconcile
-from sglang_eagle_nccl.offline.audit.records import LISTED_PER_FILE
-from support.audit_records import ident, reads_header, reads_line
+from sglang_eagle_nccl.contract.launch_dir import DISK_FULL_SUFFIX, process_file_name
+from sglang_eagle_nccl.offline.audit.read import (
+    CopyNote,
+    _Copy,
+    _read_dir,
+    _reads_of,
+    _reconcile,
+    read_launches,
+)
+from sglang_eagle_nccl.offline.audit.records import LISTED_PER_FILE, Budget, BudgetExceeded
+from support.audit_records import ident, reads_header, reads_line, rec, write_lines
 
 PID = 100
 NAME = "nccl-reads-h-100.jsonl"
@@ -167,3 +176,31 @@ def test_identical_copies_are_one_version_that_names_every_place_in_place_order(
     assert versions[0][0].directory == "/r/a"  # the first place stands for them
     assert note is not None and not note.conflict and note.prefixes == ()
     assert json.loads(json.dumps(note.to_dict()))["versions"] == [[p for p in versions[0][1]]]
+
+
+# --- what a disk-full marker names, the budget, the note's words --------------------------------------------
+
+
+def test_a_marker_without_records_names_the_host_part_of_the_writers_file_name(tmp_path):
+    # contract/launch_dir.py names a file <host>-<boot>-<pidns>-<start>-<pid>, the host with '-' made '_':
+    # the host is what comes before the first dash, without the suffix.
+    machine = {"host": "gpu-node-7", "boot_id": "b" * 32, "pidns": "4026531836"}
+    name = process_file_name({**machine, "pid": 7, "start": "1007"})
+    (tmp_path / (name + DISK_FULL_SUFFIX)).write_bytes(b"")
+    (tmp_path / ("proc-solo.jsonl" + DISK_FULL_SUFFIX)).write_bytes(b"")  # a name with no dash at all
+    evidence = _read_dir(tmp_path, Budget())
+    assert sorted((f.host, f.file) for f in evidence.disk_full) == [
+        ("gpu_node_7 (from the file name)", name), ("solo (from the file name)", "proc-solo.jsonl")]
+
+
+def test_the_budget_given_is_the_one_the_whole_audit_spends(tmp_path):
+    write_lines(tmp_path / "proc-h-100.jsonl", [rec("process_role", title="x")])
+    assert read_launches([tmp_path], Budget({"files": 1})).processes  # one file: within
+    with pytest.raises(BudgetExceeded) as err:
+        read_launches([tmp_path], Budget({"files": 0}))
+    assert err.value.kind == "files"
+
+
+def test_a_note_lists_every_prefix_copy():
+    note = CopyNote("records", "h/b/p/1/2", (("/a/f",),), ("/b/f", "/c/f"))
+    assert note.text() == "records of process h/b/p/1/2: counted once from /a/f; prefix copies /b/f, /c/f"
