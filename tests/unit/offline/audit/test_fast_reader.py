@@ -54,9 +54,15 @@ def lines(draw, common, table):
     record = draw(st.fixed_dictionaries({k: values(t) for k, t in fields.items()},
                                         optional={k: values(t) for k, t in row.optional.items()}))
     record["event"] = name
-    spoil = draw(st.sampled_from(["none", "none", "drop", "retype", "extra", "junk", "duplicate", "event"]))
+    spoil = draw(st.sampled_from(["none", "none", "drop", "retype", "inner", "extra", "junk", "duplicate", "event"]))
     keys = sorted(record)
-    if spoil == "drop":
+    if spoil == "inner":  # a value of the right shape with anything inside: a list's item, a map's value, an opt's
+        key = draw(st.sampled_from(keys))
+        kind = {**common, **row.required, **row.optional}[key]
+        kind = kind[0] if isinstance(kind, tuple) else kind
+        record[key] = ([draw(JSON)] if kind == "list" else {draw(st.text(max_size=3)): draw(JSON)} if kind == "map"
+                       else draw(JSON) if kind == "opt" else record[key])
+    elif spoil == "drop":
         record.pop(draw(st.sampled_from(keys)))
     elif spoil == "retype":
         record[draw(st.sampled_from(keys))] = draw(JSON)
