@@ -185,7 +185,7 @@ def probe(address: str, timeout_s: float) -> None:
         socket.create_connection(where, timeout=timeout_s).close()
     except OSError as exc:
         raise CollectError(f"cannot reach the Ray cluster at {address} within {timeout_s:g}s (--ray-timeout): "
-                           f"{exc.strerror or exc or 'timed out'}") from None
+                           f"{exc.strerror or str(exc) or 'timed out'}") from None
 
 
 def within(timeout_s: float, what: str, step: Callable[[], Any]) -> Any:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from sglang_eagle_nccl.contract import events
 from sglang_eagle_nccl.offline.audit import records
-from sglang_eagle_nccl.offline.audit.records import READS, RECORDS, parse_file
+from sglang_eagle_nccl.offline.audit.records import READS, RECORDS, Schema, parse_file
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
                     | st.text(max_size=6), lambda inner: st.lists(inner, max_size=3)
@@ -54,9 +54,15 @@ def lines(draw, common, table):
     record = draw(st.fixed_dictionaries({k: values(t) for k, t in fields.items()},
                                         optional={k: values(t) for k, t in row.optional.items()}))
     record["event"] = name
-    spoil = draw(st.sampled_from(["none", "none", "drop", "retype", "extra", "junk", "duplicate", "event"]))
+    spoil = draw(st.sampled_from(["none", "none", "drop", "retype", "inner", "extra", "junk", "duplicate", "event"]))
     keys = sorted(record)
-    if spoil == "drop":
+    if spoil == "inner":  # a value of the right shape with anything inside: a list's item, a map's value, an opt's
+        key = draw(st.sampled_from(keys))
+        kind = {**common, **row.required, **row.optional}[key]
+        kind = kind[0] if isinstance(kind, tuple) else kind
+        record[key] = ([draw(JSON)] if kind == "list" else {draw(st.text(max_size=3)): draw(JSON)} if kind == "map"
+                       else draw(JSON) if kind == "opt" else record[key])
+    elif spoil == "drop":
         record.pop(draw(st.sampled_from(keys)))
     elif spoil == "retype":
         record[draw(st.sampled_from(keys))] = draw(JSON)
@@ -115,3 +121,27 @@ def test_what_msgspec_would_skip_and_the_json_module_refuses_is_refused_by_both(
             b'"undeclared":' + extra + b"}\n")
     _same(RECORDS, replace(RECORDS, fast={}, fast_checks={}), line)
     assert parse_file(line, "f.jsonl", RECORDS).bad_lines == 1
+
+
+@pytest.mark.parametrize("schema, common, table", [(RECORDS, events.COMMON, events.EVENTS),
+                                                   (READS, events.READS_COMMON, events.READS_EVENTS)],
+                         ids=["records", "reads"])
+def test_a_table_compiled_now_reads_every_line_as_the_one_compiled_at_import(schema, common, table):
+    # The reader's tables are compiled once, at import; compiled again here (the same code, run now) they
+    # must give the same fast decoders, the same fields checked in full after them, and the same reading
+    # of every line -- fast and plain -- as the plain reader compiled at import.
+    fresh = Schema.of(common, table)
+    assert fresh.fast, "msgspec is not installed: pip install -e '.[test]' (the test extra brings it)"
+    assert sorted(fresh.fast) == sorted(schema.fast) and (fresh.fields, fresh.shared) == (schema.fields, schema.shared)
+    assert ({k: [f for f, _ in v] for k, v in fresh.fast_checks.items()}
+            == {k: [f for f, _ in v] for k, v in schema.fast_checks.items()})
+    reference = replace(schema, fast={}, fast_checks={})
+
+    @settings(max_examples=200)
+    @given(st.lists(lines(common, table), min_size=1, max_size=6), st.booleans())
+    def check(texts, cut):
+        data = "\n".join(texts).encode("utf-8", "surrogatepass") + (b"" if cut else b"\n")
+        _same(fresh, reference, data)
+        _same(replace(fresh, fast={}, fast_checks={}), reference, data)
+
+    check()

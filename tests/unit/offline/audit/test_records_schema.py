@@ -58,6 +58,7 @@ from support.audit_records import reads_header, rec
         (events.list_of("int"), {}, "expected a list, got an object"),
         (events.map_of("str"), {"a": "b"}, None),
         (events.map_of("str"), {"a": 1}, "['a']: expected a string, got a number"),
+        (events.map_of("str"), {"a": "b", "c": 1}, "['c']: expected a string, got a number"),  # past a good one
         (events.map_of("str"), [], "expected an object, got a list"),
         (events.obj({"a": "int"}, {"b": "str"}), {"a": 1}, None),
         (events.obj({"a": "int"}, {"b": "str"}), {"a": 1, "b": "x", "c": None}, None),
