@@ -1,0 +1,190 @@
+"""The conditions walker (callgraph_conditions): under which conditions each call runs, one rule per small source.
+
+Each case is a function calling ``a()``, ``b()``, ``c()`` ... (functions of the same module) in one
+construct; the expected result maps each callee to the conditions on its call (their source
+text, in order) or to None when the walker must not count it as run at all. Written from the
+rules in the module's docstring, not read back from the code.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from sglang_eagle_nccl.knowledge.sglang import callgraph
+
+DEFS = "\n".join(f"def {n}(*args, **kwargs):\n    pass\n" for n in "abcde") + "\n"
+PRELUDE = """
+import atexit
+import signal
+import threading
+import typing
+import weakref
+import multiprocessing
+from typing import TYPE_CHECKING
+"""
+
+# (body of ``def f(x, y, items, server_args):``, {callee: conditions or None (never runs)})
+CASES = {
+    "if_false_never_runs": ("if False:\n    a()\nb()", {"a": None, "b": ()}),
+    "if_zero_never_runs": ("if 0:\n    a()\nelse:\n    b()", {"a": None, "b": ()}),
+    "if_true_always_runs": ("if True:\n    a()\nelse:\n    b()", {"a": (), "b": None}),
+    "if_not_true": ("if not True:\n    a()\nelse:\n    b()", {"a": None, "b": ()}),
+    "if_not_not_false": ("if not not False:\n    a()\nb()", {"a": None, "b": ()}),
+    "type_checking_never_runs": ("if TYPE_CHECKING:\n    a()\nelse:\n    b()", {"a": None, "b": ()}),
+    "typing_type_checking": ("if typing.TYPE_CHECKING:\n    a()", {"a": None}),
+    "not_type_checking_runs": ("if not TYPE_CHECKING:\n    a()", {"a": ()}),
+    "if_and_else": ("if x:\n    a()\nelse:\n    b()\nc()", {"a": ("x",), "b": ("not x",), "c": ()}),
+    "if_not_else": ("if not x:\n    a()\nelse:\n    b()", {"a": ("not x",), "b": ("x",)}),
+    "nested_ifs": ("if x:\n    if y:\n        a()\n    b()", {"a": ("x", "y"), "b": ("x",)}),
+    "early_return": ("if x:\n    return\na()", {"a": ("not x",)}),
+    "early_return_in_else": ("if x:\n    a()\nelse:\n    return\nb()", {"a": ("x",), "b": ("x",)}),
+    "early_raise_adds_nothing": ("if x:\n    raise ValueError\na()", {"a": ()}),
+    "raise_in_else_adds_nothing": ("if x:\n    pass\nelse:\n    raise ValueError\na()", {"a": ()}),
+    "both_branches_return": ("if x:\n    return\nelse:\n    return\na()", {"a": None}),
+    "return_and_raise": ("if x:\n    raise ValueError\nelse:\n    return\na()", {"a": None}),
+    "raise_and_return": ("if x:\n    return\nelse:\n    raise ValueError\na()", {"a": None}),
+    "both_branches_raise": ("if x:\n    raise ValueError\nelse:\n    raise KeyError\na()", {"a": None}),
+    "after_return": ("return a()\nb()", {"a": (), "b": None}),
+    "after_raise": ("raise ValueError(a()) from b()\nc()", {"a": (), "b": (), "c": None}),
+    "bare_return": ("a()\nreturn\nb()", {"a": (), "b": None}),
+    "continue_in_a_loop": ("for i in items:\n    if x:\n        continue\n    a()", {"a": ("not x",)}),
+    "break_in_a_loop": ("while y:\n    if x:\n        break\n    a()", {"a": ("y", "not x")}),
+    "while_condition": ("while x:\n    a()\nelse:\n    b()\nc()", {"a": ("x",), "b": (), "c": ()}),
+    "while_true": ("while True:\n    a()", {"a": ()}),
+    "while_false": ("while False:\n    a()\nb()", {"a": None, "b": ()}),
+    "while_test_is_evaluated": ("while a():\n    pass", {"a": ()}),
+    "for_runs": ("for i in items:\n    a()\nelse:\n    b()", {"a": (), "b": ()}),
+    "for_over_nothing": ("for i in []:\n    a()\nelse:\n    b()", {"a": None, "b": ()}),
+    "for_iter_is_evaluated": ("for i in a():\n    pass", {"a": ()}),
+    "try_except_finally": (
+        "try:\n    a()\nexcept KeyError:\n    b()\nexcept:\n    c()\nelse:\n    d()\nfinally:\n    e()",
+        {"a": (), "b": ("except KeyError",), "c": ("except",), "d": (), "e": ()}),
+    "try_returns_handler_falls": ("try:\n    return\nexcept KeyError:\n    pass\na()", {"a": ()}),
+    "try_returns_no_else": ("try:\n    return\nexcept KeyError:\n    pass\nelse:\n    a()", {"a": None}),
+    "try_and_handlers_leave": ("try:\n    return\nexcept KeyError:\n    raise\na()", {"a": None}),
+    "finally_returns": ("try:\n    a()\nfinally:\n    return\nb()", {"a": (), "b": None}),
+    "with_block": ("with a():\n    b()\nc()", {"a": (), "b": (), "c": ()}),
+    "with_block_returns": ("with a():\n    return\nb()", {"a": (), "b": None}),
+    "match_cases": ("match x:\n    case 1:\n        a()\n    case _:\n        b()\nc()",
+                    {"a": ("match x case 1",), "b": ("match x case _",), "c": ()}),
+    "match_subject_is_evaluated": ("match a():\n    case _:\n        pass", {"a": ()}),
+    "nested_def_runs_when_called": ("def g():\n    a()\nclass K:\n    b()\nc()", {"a": None, "b": None, "c": ()}),
+    "lambda_runs_when_called": ("g = lambda: a()\nb()", {"a": None, "b": ()}),
+    "conditional_expression": ("v = a() if x else b()", {"a": ("x",), "b": ("not x",)}),
+    "conditional_expression_test": ("v = 1 if a() else 2", {"a": ()}),
+    "and_operands": ("v = x and a() and b()", {"a": ("x",), "b": ("x", "a()")}),
+    "or_operands": ("v = x or a()", {"a": ("not x",)}),
+    "not_or": ("v = not x or a()", {"a": ("x",)}),
+    "comprehension_filter": ("v = [a(i) for i in items if i]", {"a": ("i",)}),
+    "comprehension_over_nothing": ("v = [a(i) for i in ()]", {"a": None}),
+    "comprehension_iter": ("v = {i: b() for i in a()}", {"a": (), "b": ()}),
+    "dict_comprehension_key": ("v = {a(i): 1 for i in items}", {"a": ()}),
+    "generator": ("v = sum(a(i) for i in items)", {"a": ()}),
+    "set_comprehension_filters": ("v = {a() for i in items if x if y}", {"a": ("x", "y")}),
+    "keyword_argument": ("print(sep=a())", {"a": ()}),
+    "call_in_an_assignment_target": ("items[a()] = 1", {"a": ()}),
+    "augmented_assignment": ("v = 0\nv += a()", {"a": ()}),
+    "annotated_assignment": ("v: int = a()", {"a": ()}),
+    "delete": ("del items[a()]", {"a": ()}),
+    "atexit_is_not_followed": ("atexit.register(a)", {"a": None}),
+    "signal_is_not_followed": ("signal.signal(signal.SIGTERM, a)", {"a": None}),
+    "finalizer_is_not_followed": ("weakref.finalize(items, a)", {"a": None}),
+    "a_value_is_not_a_call": ("print(a)\nv = [b]", {"a": None, "b": None}),
+    "thread_target_is_followed": ("threading.Thread(target=a).start()", {"a": ()}),
+    "process_target_is_followed": ("multiprocessing.Process(target=a, args=(b,))", {"a": (), "b": None}),
+    "context_process": ("multiprocessing.get_context('spawn').Process(target=a)", {"a": ()}),
+    "a_callback_under_a_condition": ("if x:\n    threading.Thread(target=a)", {"a": ("x",)}),
+    "a_lambda_argument_is_not_followed": ("threading.Thread(target=lambda: a())", {"a": None}),
+}
+
+ARGS = "x, y, items, server_args"
+
+
+def module_source() -> str:
+    parts = [PRELUDE, DEFS]
+    for name, (body, _) in CASES.items():
+        parts.append(f"def {name}({ARGS}):\n" + textwrap.indent(body, "    ") + "\n")
+    return "\n".join(parts)
+
+
+TREE = callgraph.SourceTree({"sglang/__init__.py": "", "sglang/w.py": module_source()}.get)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_call_carries_the_conditions_it_runs_under(name):
+    expected = CASES[name][1]
+    every = callgraph.reach(TREE, f"sglang.w:{name}", depth=1, accept=lambda c: True)
+    plain = callgraph.reach(TREE, f"sglang.w:{name}", depth=1)
+    for callee, conds in expected.items():
+        key = f"sglang.w:{callee}"
+        if conds is None:
+            assert key not in every.calls, callee
+            continue
+        assert key in every.calls, callee
+        got = every.calls[key][2]
+        assert tuple(c.text for c in got) == conds, callee
+        assert all(c.file == "sglang/w.py" and c.line > 0 for c in got)
+        # By default only unconditional paths are followed.
+        assert (key in plain.calls) is (conds == ()), callee
+
+
+def test_a_condition_says_where_and_which_flag_it_reads():
+    tree = callgraph.SourceTree({"sglang/f.py": textwrap.dedent("""
+        def a():
+            pass
+        def f(server_args, x):
+            if server_args.enable_x:
+                a()
+            if x:
+                a()
+            if not x:
+                a()
+            if x():
+                a()
+    """)}.get)
+    summary = callgraph.callgraph_conditions.summary(tree, tree.function("sglang.f:f"))
+    got = [(e.conditions[-1].text, e.conditions[-1].flag, e.conditions[-1].line) for e in summary.calls
+           if e.text == "a"]
+    assert got == [("server_args.enable_x", "enable_x", 5), ("x", "x", 7), ("not x", None, 9), ("x()", None, 11)]
+    assert summary.calls[0].conditions[-1].where() == "`server_args.enable_x` at sglang/f.py:5"
+
+
+def test_a_handler_and_a_case_are_located_at_their_own_line():
+    tree = callgraph.SourceTree({"sglang/f.py": textwrap.dedent("""
+        def a():
+            pass
+        def f(x):
+            try:
+                pass
+            except KeyError:
+                a()
+            match x:
+                case 1:
+                    a()
+    """)}.get)
+    summary = callgraph.callgraph_conditions.summary(tree, tree.function("sglang.f:f"))
+    assert [(e.conditions[-1].text, e.conditions[-1].line) for e in summary.calls if e.text == "a"] == [
+        ("except KeyError", 7), ("match x case 1", 10)]
+
+
+def test_a_callback_helper_named_by_a_manifest_calls_its_argument():
+    files = {"sglang/h.py": textwrap.dedent("""
+        def a():
+            pass
+        def run_hook(fn):
+            pass
+        def other(fn):
+            pass
+        def f():
+            run_hook(a)
+            other(a)
+    """)}
+    plain = callgraph.SourceTree(files.get)
+    helped = callgraph.SourceTree(files.get, callback_helpers={"sglang.h:run_hook"})
+    assert "sglang.h:a" not in callgraph.reach(plain, "sglang.h:f", depth=1).calls
+    assert "sglang.h:a" in callgraph.reach(helped, "sglang.h:f", depth=1).calls
+    edges = [e for e in callgraph.callgraph_conditions.summary(helped, helped.function("sglang.h:f")).calls
+             if e.call is None]
+    assert [(e.text, e.line) for e in edges] == [("a", 9)]  # the function passed, at the helper's call

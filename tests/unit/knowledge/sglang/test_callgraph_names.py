@@ -1,0 +1,238 @@
+"""Name resolution (callgraph_names): which definition a call reaches, one rule per small source.
+
+Each case is a function of ``sglang/use.py`` calling something defined in the small modules below;
+the expected callees are the definitions Python would run, named "module:Qualified.name" (third
+party: its dotted import name), written here from the rule, not read back from the code. A call
+that resolves to nothing is unresolved, never a namesake.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from sglang_eagle_nccl.knowledge.sglang import callgraph
+
+LIB = """
+import ray
+from sglang import other
+
+class Lib:
+    def init(self):
+        pass
+    @staticmethod
+    def static():
+        pass
+
+class Base:
+    def __init__(self):
+        pass
+    def run(self):
+        pass
+
+class Child(Base):
+    def run(self):
+        super().run()
+    @classmethod
+    def make(cls):
+        return cls()
+
+@ray.remote
+class Actor:
+    def work(self):
+        pass
+
+def helper():
+    pass
+
+def twice():
+    pass
+
+def twice():
+    pass
+
+class Shadow:
+    def __init__(self):
+        pass
+
+def Shadow():
+    pass
+
+def Plain():
+    pass
+
+class Plain:
+    pass
+
+alias = other.helper
+"""
+
+HEADER = """
+import argparse
+import torch.distributed
+import sglang.lib as lib_mod
+import ray
+from typing import Optional
+from sglang import lib
+from sglang.lib import Lib, Child, Actor, helper, alias, twice, Shadow, Plain
+from . import pkg
+"""
+
+FILES = {
+    "sglang/__init__.py": "",
+    "sglang/lib.py": LIB,
+    "sglang/other.py": "def helper():\n    pass\n",
+    "sglang/pkg/__init__.py": "from sglang.pkg.impl import *\n",
+    "sglang/pkg/impl.py": "def exported():\n    pass\n",
+    "sglang/pkg/sub.py": "def deep():\n    pass\n",
+    "sglang/broken.py": "def f(:\n",
+    "sglang/loop_a.py": "from sglang.loop_b import *\n",
+    "sglang/loop_b.py": "from sglang.loop_a import *\n",
+}
+
+# (the function's source, the definitions its calls reach)
+CASES = {
+    "module_function": ("def f():\n    helper()", {"sglang.lib:helper"}),
+    "attribute_of_an_imported_submodule": ("def f():\n    lib.helper()", {"sglang.lib:helper"}),
+    "import_as": ("def f():\n    lib_mod.helper()", {"sglang.lib:helper"}),
+    "third_party_is_a_dotted_leaf": ("def f():\n    torch.distributed.new_group()", {"torch.distributed.new_group"}),
+    "method_of_a_new_instance": ("def f():\n    Lib().init()", {"sglang.lib:Lib", "sglang.lib:Lib.init"}),
+    "static_method_through_the_class": ("def f():\n    Lib.static()", {"sglang.lib:Lib.static"}),
+    "annotated_parameter": ("def f(p: Lib):\n    p.init()", {"sglang.lib:Lib.init"}),
+    "string_annotation": ("def f(p: 'Lib'):\n    p.init()", {"sglang.lib:Lib.init"}),
+    "optional_annotation": ("def f(p: Optional[Lib]):\n    p.init()", {"sglang.lib:Lib.init"}),
+    "union_with_none": ("def f(p: Lib | None):\n    p.init()", {"sglang.lib:Lib.init"}),
+    "none_first_union": ("def f(p: 'None | Lib'):\n    p.init()", {"sglang.lib:Lib.init"}),
+    "third_party_annotation": ("def f(p: argparse.ArgumentParser):\n    p.parse_args()",
+                               {"argparse.ArgumentParser.parse_args"}),
+    "broken_string_annotation_is_nothing": ("def f(p: 'Lib ('):\n    p.init()", set()),
+    "unannotated_parameter_is_not_its_namesake": ("def f(helper):\n    helper()", set()),
+    "star_args_are_parameters": ("def f(*helper):\n    helper()", set()),
+    "keyword_args_are_parameters": ("def f(**helper):\n    helper()", set()),
+    "keyword_only_parameter": ("def f(*, helper):\n    helper()", set()),
+    "positional_only_parameter": ("def f(helper, /):\n    helper()", set()),
+    "function_level_import": ("def f():\n    from sglang.pkg.sub import deep\n    deep()", {"sglang.pkg.sub:deep"}),
+    "function_level_import_as": ("def f():\n    import sglang.pkg.sub as s\n    s.deep()", {"sglang.pkg.sub:deep"}),
+    "star_reexport_of_a_package": ("def f():\n    pkg.exported()", {"sglang.pkg.impl:exported"}),
+    "submodule_of_a_package": ("def f():\n    pkg.sub.deep()", {"sglang.pkg.sub:deep"}),
+    "local_alias_either_class": ("def f(c):\n    W = Lib if c else Child\n    W()",
+                                 {"sglang.lib:Lib", "sglang.lib:Child", "sglang.lib:Base.__init__"}),
+    "local_alias_or": ("def f(c):\n    W = c and Lib or Child\n    W()",
+                       {"sglang.lib:Lib", "sglang.lib:Child", "sglang.lib:Base.__init__"}),
+    "inherited_constructor_and_override": ("def f():\n    Child().run()",
+                                           {"sglang.lib:Child", "sglang.lib:Base.__init__", "sglang.lib:Child.run"}),
+    "ray_actor_method": ("def f():\n    Actor.remote()", {"sglang.lib:Actor.remote"}),
+    "ray_actor_options": ("def f():\n    Actor.options(name='x')", {"sglang.lib:Actor.options"}),
+    "ray_remote_of_a_class": ("def f():\n    ray.remote(Lib).options()",
+                              {"ray.remote", "sglang.lib:Lib", "sglang.lib:Lib.options"}),
+    "a_plain_class_has_no_ray_methods": ("def f():\n    Lib.remote()", set()),
+    "third_party_instance_method": ("def f():\n    torch.cuda.Stream().wait()",
+                                    {"torch.cuda.Stream", "torch.cuda.Stream().wait"}),
+    "a_class_is_kept_over_a_later_function": ("def f():\n    Shadow()", {"sglang.lib:Shadow", "sglang.lib:Shadow.__init__"}),
+    "a_later_class_replaces_a_function": ("def f():\n    Plain()", {"sglang.lib:Plain"}),
+    "unknown_name_is_nothing": ("def f():\n    nowhere()", set()),
+    # A module that cannot be read is a leaf named by its dotted name, like third-party code: it never
+    # matches a definition ("module:name").
+    "a_broken_module_is_a_leaf": ("def f():\n    from sglang.broken import g\n    g()", {"sglang.broken.g"}),
+    "a_star_import_cycle_ends": ("def f():\n    from sglang.loop_a import g\n    g()", set()),
+    "a_missing_module_is_a_leaf": ("def f():\n    from sglang.gone import g\n    g()", {"sglang.gone.g"}),
+}
+
+
+def tree() -> callgraph.SourceTree:
+    use = HEADER + "\n\n".join(src.replace("def f", f"def {name}", 1) for name, (src, _) in CASES.items())
+    files = {p: textwrap.dedent(t) for p, t in {**FILES, "sglang/use.py": use}.items()}
+    return callgraph.SourceTree(files.get)
+
+
+TREE = tree()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_call_reaches_the_definition_python_would_run(name):
+    r = callgraph.reach(TREE, f"sglang.use:{name}", depth=1, accept=lambda c: True)
+    assert r.found
+    assert set(r.calls) == CASES[name][1]
+    # Every call of the case is either resolved or listed as unresolved, never silently dropped.
+    if not CASES[name][1]:
+        assert r.unresolved, name
+
+
+def test_the_later_of_two_definitions_is_the_one_the_name_holds():
+    fn = TREE.function("sglang.lib:twice")
+    lines = [i + 1 for i, line in enumerate(textwrap.dedent(LIB).splitlines()) if line == "def twice():"]
+    assert len(lines) == 2 and fn is not None and fn.node.lineno == lines[1]
+
+
+def test_a_classmethod_cls_constructs_the_class():
+    r = callgraph.reach(TREE, "sglang.lib:Child.make", depth=1, accept=lambda c: True)
+    assert set(r.calls) == {"sglang.lib:Child", "sglang.lib:Base.__init__"}
+
+
+def test_super_skips_the_class_itself():
+    r = callgraph.reach(TREE, "sglang.lib:Child.run", depth=1, accept=lambda c: True)
+    assert "sglang.lib:Base.run" in r.calls and "sglang.lib:Child.run" not in r.calls
+
+
+@pytest.mark.parametrize(
+    "target,found",
+    [("sglang.lib:Child.run", True), ("sglang.lib:Child.init", False), ("sglang.lib:helper.x", False),
+     ("sglang.lib:missing", False), ("sglang.lib:Child.make", True), ("sglang.lib:Child.__init__", True),
+     ("sglang.lib:Lib", False), ("torch.distributed:new_group", False), ("sglang.nowhere:f", False)],
+)
+def test_a_target_is_a_function_or_a_method_through_the_bases(target, found):
+    assert (TREE.function(target) is not None) is found
+
+
+@pytest.mark.parametrize("name,inside", [("sglang", True), ("sglang.lib", True), ("sglangx.lib", False),
+                                         ("sglangx", False), ("torch", False), ("sglang.gone", True)])
+def test_only_the_package_s_own_modules_are_read(name, inside):
+    asked: list[str] = []
+
+    def read(rel: str) -> str | None:
+        asked.append(rel)
+        return FILES.get(rel)
+
+    callgraph.SourceTree(read).module(name)
+    assert bool(asked) is inside
+
+
+def test_an_import_binds_what_python_binds():
+    t = callgraph.SourceTree({"sglang/i.py": textwrap.dedent("""
+        import a.b
+        import c.d as e
+        from f import g as h
+        from sglang.lib import *
+        import a
+        try:
+            import k
+        except ImportError:
+            import m
+        if X:
+            from n import o
+        def inner():
+            import p
+        class C:
+            import q
+    """)}.get)
+    module = t.module("sglang.i")
+    assert module.imports == {"a": ("a", None), "e": ("c.d", None), "h": ("f", "g"), "k": ("k", None),
+                              "m": ("m", None), "o": ("n", "o")}
+    assert module.stars == ["sglang.lib"]
+
+
+@pytest.mark.parametrize("nesting,resolves", [(1, True), (2, True), (3, False), (4, False)])
+def test_resolution_is_bounded_in_depth(nesting, resolves):
+    """An annotation nested deeper than the resolver's bound resolves to nothing (never to a guess)."""
+    annotation = "Lib"
+    for _ in range(nesting):
+        annotation = f"Optional[{annotation}]"
+    t = callgraph.SourceTree({"sglang/lib.py": textwrap.dedent(LIB), "sglang/d.py": textwrap.dedent(f"""
+        from typing import Optional
+        from sglang.lib import Lib
+        def f(p: {annotation}):
+            p.init()
+    """)}.get)
+    r = callgraph.reach(t, "sglang.d:f", depth=1)
+    assert ("sglang.lib:Lib.init" in r.calls) is resolves
