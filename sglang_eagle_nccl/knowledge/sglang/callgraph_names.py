@@ -139,7 +139,6 @@ def _string(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-
 class SourceTree:
     """SGLang's modules, read through ``read(relative_path)`` (a wheel or a site-packages folder) and parsed once."""
 
@@ -186,7 +185,7 @@ class SourceTree:
 
     def lookup(self, module_name: str, name: str, _seen: frozenset[str] = frozenset()) -> list[object]:
         """What ``name`` is in module ``module_name``: [Function | ClassInfo | Module | str (external dotted name)]."""
-        if module_name in _seen:
+        if module_name in _seen or f"{module_name}:{name}" in _seen:
             return []
         seen = _seen | {module_name}
         module = self.module(module_name)
@@ -200,7 +199,10 @@ class SourceTree:
         if name in module.imports:
             return self._imported(module.imports[name], seen)
         if name in module.aliases:
-            return self._resolve_expr(module, module.aliases[name], None, {}, seen, depth=0)
+            # The value is read in its own module (``get_tensor_model_parallel_group = get_tp_group``): the
+            # module's other names stay open, this one is closed, so ``a = b; b = a`` ends.
+            return self._resolve_expr(module, module.aliases[name], None, {}, _seen | {f"{module_name}:{name}"},
+                                      depth=0)
         for star in module.stars:
             found = self.lookup(star, name, seen)
             if found and not all(isinstance(f, str) for f in found):

@@ -66,6 +66,9 @@ class Plain:
     pass
 
 alias = other.helper
+own_alias = helper
+loop_one = loop_two
+loop_two = loop_one
 """
 
 HEADER = """
@@ -75,7 +78,7 @@ import sglang.lib as lib_mod
 import ray
 from typing import Optional
 from sglang import lib
-from sglang.lib import Lib, Child, Actor, helper, alias, twice, Shadow, Plain
+from sglang.lib import Lib, Child, Actor, helper, alias, own_alias, loop_one, twice, Shadow, Plain
 from . import pkg
 """
 
@@ -95,6 +98,9 @@ FILES = {
 CASES = {
     "module_function": ("def f():\n    helper()", {"sglang.lib:helper"}),
     "attribute_of_an_imported_submodule": ("def f():\n    lib.helper()", {"sglang.lib:helper"}),
+    "module_alias_of_an_imported_function": ("def f():\n    alias()", {"sglang.other:helper"}),
+    "module_alias_in_its_own_module": ("def f():\n    own_alias()", {"sglang.lib:helper"}),
+    "alias_cycle_ends": ("def f():\n    loop_one()", set()),
     "import_as": ("def f():\n    lib_mod.helper()", {"sglang.lib:helper"}),
     "third_party_is_a_dotted_leaf": ("def f():\n    torch.distributed.new_group()", {"torch.distributed.new_group"}),
     "method_of_a_new_instance": ("def f():\n    Lib().init()", {"sglang.lib:Lib", "sglang.lib:Lib.init"}),
