@@ -188,3 +188,56 @@ def test_a_callback_helper_named_by_a_manifest_calls_its_argument():
     edges = [e for e in callgraph.callgraph_conditions.summary(helped, helped.function("sglang.h:f")).calls
              if e.call is None]
     assert [(e.text, e.line) for e in edges] == [("a", 9)]  # the function passed, at the helper's call
+
+
+# (body, the writes {(variable, how)} the walker records): what changes os.environ, and nothing else.
+WRITES = {
+    "update_from_a_mapping_it_cannot_read": ("os.environ.update(other)", {("?", "update")}),
+    "update_with_a_spread": ("os.environ.update({**base, 'A': '1'})", {("A", "update")}),
+    "update_with_keywords": ("os.environ.update({'A': '1'}, B='2')", {("A", "update"), ("B", "update")}),
+    "update_spread_keywords": ("os.environ.update(**extra)", set()),
+    "unsetenv": ("os.unsetenv('A')", {("A", "unsetenv")}),
+    "putenv_of_another_module": ("sys.putenv('A', '1')", set()),
+    "putenv_without_arguments": ("os.putenv()", set()),
+    "setdefault_without_arguments": ("os.environ.setdefault()", set()),
+    "reads_are_not_writes": ("os.environ.get('A')\nos.environ.copy()\nv = os.environ['A']", set()),
+    "pop_through_from_import": ("environ.pop('A', None)", {("A", "pop")}),
+    "delete_through_from_import": ("del environ['A']", {("A", "del")}),
+    "a_local_dict_named_environ_is_not_os": ("env = {}\nenv['A'] = '1'\nos.environ_copy['B'] = '1'", set()),
+    "augmented_assignment": ("os.environ['A'] += ':x'", {("A", "assign")}),
+    "key_named_by_a_module_constant": ("os.environ[NAME] = '1'", {("NCCL_X", "assign")}),
+    "key_computed_at_run_time": ("os.environ[name()] = '1'", {("?", "assign")}),
+    "typed_env_fields": ("envs.A.set(1)\nenvs.B.override(2)\nenvs.C.clear()",
+                         {("A", "envs.set"), ("B", "envs.override"), ("C", "envs.clear")}),
+    "typed_env_field_read": ("envs.A.get()", set()),
+    "another_objects_fields": ("self_envs.A.set(1)\nx.envs.B.set(1)", set()),
+}
+
+WRITES_PRELUDE = "import os\nimport sys\nfrom os import environ\nNAME = 'NCCL_X'\n"
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+def test_a_write_is_a_change_of_os_environ_and_only_that(name):
+    body, expected = WRITES[name]
+    source = WRITES_PRELUDE + "def f(other, base, extra, x, self_envs):\n" + textwrap.indent(body, "    ") + "\n"
+    tree = callgraph.SourceTree({"sglang/e.py": source}.get)
+    writes = callgraph.reach(tree, "sglang.e:f", depth=0, accept=lambda c: True).writes
+    assert {(w.variable, w.how) for w, _ in writes} == expected
+    assert all(w.file == "sglang/e.py" and w.function == "sglang.e:f" and w.line >= 6 for w, _ in writes)
+
+
+def test_a_parameter_named_key_is_the_caller_s_constant():
+    tree = callgraph.SourceTree({"sglang/e.py": textwrap.dedent("""
+        import os
+        def put(value, key):
+            if value:
+                os.environ[key] = value
+        def f():
+            put("1", "NCCL_A")
+            put("1", key="NCCL_B")
+            put("1", other)
+    """)}.get)
+    r = callgraph.reach(tree, "sglang.e:f", depth=1, accept=lambda c: True)
+    got = sorted((w.variable, w.how, w.line, tuple(c.text for c in w.conditions)) for w, _ in r.writes)
+    assert got == [("?", "helper:put", 9, ("value",)), ("NCCL_A", "helper:put", 7, ("value",)),
+                   ("NCCL_B", "helper:put", 8, ("value",))]

@@ -242,3 +242,71 @@ def test_resolution_is_bounded_in_depth(nesting, resolves):
     """)}.get)
     r = callgraph.reach(t, "sglang.d:f", depth=1)
     assert ("sglang.lib:Lib.init" in r.calls) is resolves
+
+
+def test_an_import_cycle_resolves_to_nothing_and_ends():
+    t = callgraph.SourceTree({"sglang/c.py": "from sglang.d import g\n", "sglang/d.py": "from sglang.c import g\n",
+                              "sglang/u.py": "from sglang.c import g\ndef f():\n    g()\n"}.get)
+    r = callgraph.reach(t, "sglang.u:f", depth=1)
+    assert r.calls == {} and [u[0] for u in r.unresolved] == ["g"]
+
+
+def test_a_local_assigned_in_two_places_may_be_either():
+    t = callgraph.SourceTree({"sglang/lib.py": textwrap.dedent(LIB), "sglang/other.py": "def helper():\n    pass\n",
+                              "sglang/u.py": textwrap.dedent("""
+        from sglang.lib import Lib, Child
+        def f(c):
+            if c:
+                W = Lib
+            else:
+                W = Child
+            W()
+        class K:
+            def run(self):
+                pass
+            def go(self):
+                run = self.run
+                run()
+    """)}.get)
+    assert set(callgraph.reach(t, "sglang.u:f", depth=1, accept=lambda c: True).calls) == {
+        "sglang.lib:Lib", "sglang.lib:Child", "sglang.lib:Base.__init__"}
+    # A local bound to a method of self resolves in the method's own scope (self is the instance).
+    assert set(callgraph.reach(t, "sglang.u:K.go", depth=1).calls) == {"sglang.u:K.run"}
+
+
+def test_the_method_resolution_order_visits_each_class_once_and_goes_on():
+    t = callgraph.SourceTree({"sglang/m.py": textwrap.dedent("""
+        class A:
+            pass
+        class E:
+            def only_in_e(self):
+                pass
+        class B(A):
+            pass
+        class C(A, E):
+            pass
+        class D(B, C):
+            pass
+        class Other:
+            pass
+    """)}.get)
+    d = t.lookup("sglang.m", "D")[0]
+    assert [c.qualname for c in t.mro(d)] == ["D", "B", "A", "C", "E"]
+    assert t.method(d, "only_in_e").key == "sglang.m:E.only_in_e"
+    # super() past a class that is not in the chain finds nothing (rather than starting over).
+    assert t.method(d, "only_in_e", after=t.lookup("sglang.m", "Other")[0]) is None
+
+
+def test_the_method_resolution_order_is_bounded():
+    chain = "class C0:\n    pass\n" + "".join(f"class C{i}(C{i - 1}):\n    pass\n" for i in range(1, 70))
+    t = callgraph.SourceTree({"sglang/m.py": chain}.get)
+    assert len(t.mro(t.lookup("sglang.m", "C69")[0])) == 64
+
+
+def test_a_base_named_by_a_dotted_path_is_followed():
+    t = callgraph.SourceTree({"sglang/__init__.py": "", "sglang/a/__init__.py": "", "sglang/a/b/__init__.py": "",
+                              "sglang/a/b/c.py": "class Base:\n    def run(self):\n        pass\n",
+                              "sglang/u.py": "import sglang.a.b.c\nclass K(sglang.a.b.c.Base):\n    pass\n"}.get)
+    k = t.lookup("sglang.u", "K")[0]
+    assert [b.key for b in t.bases(k)] == ["sglang.a.b.c:Base"]
+    assert t.method(k, "run").key == "sglang.a.b.c:Base.run"
