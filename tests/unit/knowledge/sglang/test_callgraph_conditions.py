@@ -198,6 +198,8 @@ WRITES = {
     "update_spread_keywords": ("os.environ.update(**extra)", set()),
     "unsetenv": ("os.unsetenv('A')", {("A", "unsetenv")}),
     "putenv_of_another_module": ("sys.putenv('A', '1')", set()),
+    "os_rebound_by_a_from_import": ("from fake import os\nos.putenv('A', '1')\nos.environ['B'] = '1'", set()),
+    "environ_rebound_by_a_from_import": ("from fake import environ\nenviron['A'] = '1'", set()),
     "putenv_without_arguments": ("os.putenv()", set()),
     "setdefault_without_arguments": ("os.environ.setdefault()", set()),
     "reads_are_not_writes": ("os.environ.get('A')\nos.environ.copy()\nv = os.environ['A']", set()),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sglang_eagle_nccl.knowledge.sglang import callgraph
 
@@ -310,3 +312,41 @@ def test_a_base_named_by_a_dotted_path_is_followed():
     k = t.lookup("sglang.u", "K")[0]
     assert [b.key for b in t.bases(k)] == ["sglang.a.b.c:Base"]
     assert t.method(k, "run").key == "sglang.a.b.c:Base.run"
+
+
+# --- generated: chains of bindings across modules, against a reference that follows them -------------
+
+# How module i binds the name ``target``: defines it, imports it from module j, aliases module j's, or
+# star-imports module j.
+BINDING = st.one_of(st.just(("def", 0)), st.tuples(st.sampled_from(["from", "alias", "star"]), st.integers(0, 5)))
+
+
+def binding_source(kind: str, j: int) -> str:
+    return {"def": "def target():\n    pass\n",
+            "from": f"from sglang.m{j} import target\n",
+            "alias": f"import sglang.m{j} as mod_{j}\ntarget = mod_{j}.target\n",
+            "star": f"from sglang.m{j} import *\n"}[kind]
+
+
+def reference(bindings: list[tuple[str, int]]) -> set[str]:
+    """Follow module 0's binding to the module that defines ``target``; a module seen twice is a cycle."""
+    i, seen = 0, set()
+    while i not in seen:
+        seen.add(i)
+        kind, j = bindings[i]
+        if kind == "def":
+            return {f"sglang.m{i}:target"}
+        i = j
+    return set()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(BINDING, min_size=1, max_size=6))
+def test_a_name_is_followed_through_imports_aliases_and_stars_to_its_definition(bindings):
+    bindings = [(kind, j % len(bindings)) for kind, j in bindings]
+    files = {f"sglang/m{i}.py": binding_source(kind, j) for i, (kind, j) in enumerate(bindings)}
+    files["sglang/__init__.py"] = ""
+    files["sglang/use.py"] = "from sglang.m0 import target\ndef f():\n    target()\n"
+    r = callgraph.reach(callgraph.SourceTree(files.get), "sglang.use:f", depth=1)
+    assert set(r.calls) == reference(bindings)
+    assert bool(r.unresolved) is (not reference(bindings))
