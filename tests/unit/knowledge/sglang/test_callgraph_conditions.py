@@ -109,14 +109,17 @@ def module_source() -> str:
     return "\n".join(parts)
 
 
-TREE = callgraph.SourceTree({"sglang/__init__.py": "", "sglang/w.py": module_source()}.get)
+# A new tree for every test: a SourceTree memoises what it resolved, so a shared one would answer a
+# test (and a mutant under test) from what an earlier test computed.
+def fresh_tree() -> callgraph.SourceTree:
+    return callgraph.SourceTree({"sglang/__init__.py": "", "sglang/w.py": module_source()}.get)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_call_carries_the_conditions_it_runs_under(name):
     expected = CASES[name][1]
-    every = callgraph.reach(TREE, f"sglang.w:{name}", depth=1, accept=lambda c: True)
-    plain = callgraph.reach(TREE, f"sglang.w:{name}", depth=1)
+    every = callgraph.reach(fresh_tree(), f"sglang.w:{name}", depth=1, accept=lambda c: True)
+    plain = callgraph.reach(fresh_tree(), f"sglang.w:{name}", depth=1)
     for callee, conds in expected.items():
         key = f"sglang.w:{callee}"
         if conds is None:

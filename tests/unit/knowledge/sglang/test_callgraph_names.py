@@ -148,18 +148,18 @@ CASES = {
 }
 
 
+# A new tree for every test: a SourceTree memoises what it resolved, so a shared one would answer a
+# test (and a mutant under test) from what an earlier test computed.
 def tree() -> callgraph.SourceTree:
     use = HEADER + "\n\n".join(src.replace("def f", f"def {name}", 1) for name, (src, _) in CASES.items())
     files = {p: textwrap.dedent(t) for p, t in {**FILES, "sglang/use.py": use}.items()}
     return callgraph.SourceTree(files.get)
 
 
-TREE = tree()
-
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_call_reaches_the_definition_python_would_run(name):
-    r = callgraph.reach(TREE, f"sglang.use:{name}", depth=1, accept=lambda c: True)
+    r = callgraph.reach(tree(), f"sglang.use:{name}", depth=1, accept=lambda c: True)
     assert r.found
     assert set(r.calls) == CASES[name][1]
     # Every call of the case is either resolved or listed as unresolved, never silently dropped.
@@ -168,18 +168,18 @@ def test_a_call_reaches_the_definition_python_would_run(name):
 
 
 def test_the_later_of_two_definitions_is_the_one_the_name_holds():
-    fn = TREE.function("sglang.lib:twice")
+    fn = tree().function("sglang.lib:twice")
     lines = [i + 1 for i, line in enumerate(textwrap.dedent(LIB).splitlines()) if line == "def twice():"]
     assert len(lines) == 2 and fn is not None and fn.node.lineno == lines[1]
 
 
 def test_a_classmethod_cls_constructs_the_class():
-    r = callgraph.reach(TREE, "sglang.lib:Child.make", depth=1, accept=lambda c: True)
+    r = callgraph.reach(tree(), "sglang.lib:Child.make", depth=1, accept=lambda c: True)
     assert set(r.calls) == {"sglang.lib:Child", "sglang.lib:Base.__init__"}
 
 
 def test_super_skips_the_class_itself():
-    r = callgraph.reach(TREE, "sglang.lib:Child.run", depth=1, accept=lambda c: True)
+    r = callgraph.reach(tree(), "sglang.lib:Child.run", depth=1, accept=lambda c: True)
     assert "sglang.lib:Base.run" in r.calls and "sglang.lib:Child.run" not in r.calls
 
 
@@ -190,7 +190,7 @@ def test_super_skips_the_class_itself():
      ("sglang.lib:Lib", False), ("torch.distributed:new_group", False), ("sglang.nowhere:f", False)],
 )
 def test_a_target_is_a_function_or_a_method_through_the_bases(target, found):
-    assert (TREE.function(target) is not None) is found
+    assert (tree().function(target) is not None) is found
 
 
 @pytest.mark.parametrize("name,inside", [("sglang", True), ("sglang.lib", True), ("sglangx.lib", False),

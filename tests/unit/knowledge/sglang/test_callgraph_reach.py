@@ -70,7 +70,10 @@ def shadowed():
 """,
 }
 
-TREE = callgraph.SourceTree({p: textwrap.dedent(t) for p, t in SRC.items()}.get)
+# A new tree for every test: a SourceTree memoises what it resolved, so a shared one would answer a
+# test (and a mutant under test) from what an earlier test computed.
+def fresh_tree() -> callgraph.SourceTree:
+    return callgraph.SourceTree({p: textwrap.dedent(t) for p, t in SRC.items()}.get)
 
 
 def line(text: str) -> int:
@@ -82,26 +85,26 @@ def every(c: callgraph.Condition) -> bool:
 
 
 def test_a_choice_between_definitions_is_a_condition_named_by_the_choice():
-    r = callgraph.reach(TREE, "sglang.g:start", accept=every)
+    r = callgraph.reach(fresh_tree(), "sglang.g:start", accept=every)
     assert r.calls["sglang.lib2:A"] == (1, "sglang.g:start", r.calls["sglang.lib2:A"][2])
     assert [c.text for c in r.calls["sglang.lib2:A"][2]] == ["W is A"]
     assert [c.text for c in r.calls["sglang.lib2:B"][2]] == ["W is B"]
     assert [c.text for c in r.calls["torch.x"][2]] == ["f2 is torch.x"]
     assert [(c.file, c.line) for c in r.calls["torch.y"][2]] == [("sglang/g.py", line("f2()"))]
     assert [c.text for c in r.calls["sglang.lib2:A.__init__"][2]] == ["W is A"]
-    plain = callgraph.reach(TREE, "sglang.g:start")
+    plain = callgraph.reach(fresh_tree(), "sglang.g:start")
     assert not {"sglang.lib2:A", "sglang.lib2:B", "torch.x", "torch.y", "sglang.lib2:A.__init__"} & set(plain.calls)
 
 
 def test_an_unresolved_call_is_listed_where_its_path_is_accepted():
-    plain = callgraph.reach(TREE, "sglang.g:start")
+    plain = callgraph.reach(fresh_tree(), "sglang.g:start")
     assert plain.unresolved == [("w.unknown", "sglang.g:start", line("w.unknown()"))]
-    every_path = callgraph.reach(TREE, "sglang.g:start", accept=every)
+    every_path = callgraph.reach(fresh_tree(), "sglang.g:start", accept=every)
     assert [u[0] for u in every_path.unresolved] == ["w.unknown", "w.hidden"]
 
 
 def test_each_function_once_at_its_shallowest_depth_with_its_path_and_place():
-    r = callgraph.reach(TREE, "sglang.g:start")
+    r = callgraph.reach(fresh_tree(), "sglang.g:start")
     assert r.found and r.target == "sglang.g:start" and r.depth == callgraph.MAX_DEPTH
     assert r.functions["sglang.g:start"] == (0, None, ())
     assert r.functions["sglang.g:mid"] == (1, "sglang.g:start", ())
@@ -115,32 +118,32 @@ def test_each_function_once_at_its_shallowest_depth_with_its_path_and_place():
 
 
 def test_the_depth_bound_stops_the_search():
-    r = callgraph.reach(TREE, "sglang.g:start", depth=1)
+    r = callgraph.reach(fresh_tree(), "sglang.g:start", depth=1)
     assert "sglang.g:mid" in r.calls and "sglang.g:leaf" not in r.calls and r.writes == []
     assert "sglang.g:mid" in r.where  # a function at the bound is read (its writes count), not followed
-    r = callgraph.reach(TREE, "sglang.g:start", depth=2)
+    r = callgraph.reach(fresh_tree(), "sglang.g:start", depth=2)
     assert [w.variable for w, _ in r.writes] == ["NCCL_L"]
 
 
 def test_the_search_stops_when_its_goals_are_met():
-    r = callgraph.reach(TREE, "sglang.g:start", calls=["sglang.g:mid"])
+    r = callgraph.reach(fresh_tree(), "sglang.g:start", calls=["sglang.g:mid"])
     assert "sglang.g:mid" in r.calls and "sglang.g:leaf" not in r.functions
-    r = callgraph.reach(TREE, "sglang.g:start", writes=["NCCL_L"], calls=["sglang.g:mid"])
+    r = callgraph.reach(fresh_tree(), "sglang.g:start", writes=["NCCL_L"], calls=["sglang.g:mid"])
     assert r.writes_of("NCCL_L")
-    r = callgraph.reach(TREE, "sglang.g:start", writes=["NCCL_L"], calls=["sglang.g:nothing"])
+    r = callgraph.reach(fresh_tree(), "sglang.g:start", writes=["NCCL_L"], calls=["sglang.g:nothing"])
     assert "sglang.g:leaf" in r.functions
 
 
 def test_a_missing_target_reaches_nothing():
-    r = callgraph.reach(TREE, "sglang.g:missing", accept=every)
+    r = callgraph.reach(fresh_tree(), "sglang.g:missing", accept=every)
     assert not r.found and r.functions == {} and r.calls == {} and r.writes == [] and r.unresolved == []
 
 
 def test_definitions_in_a_function_body_are_resolved_there():
-    r = callgraph.reach(TREE, "sglang.g:nested", depth=1)
+    r = callgraph.reach(fresh_tree(), "sglang.g:nested", depth=1)
     assert set(r.calls) == {"sglang.g:nested.<locals>.inner", "sglang.g:nested.<locals>.Local",
                             "sglang.g:nested.<locals>.Local.__init__", "sglang.g:nested.<locals>.Local.m",
                             "sglang.g:nested.<locals>.Act.remote"}
     assert [u[0] for u in r.unresolved] == ["Local.nothing"]
     # A local assignment wins over a nested definition of the same name (the later binding).
-    assert set(callgraph.reach(TREE, "sglang.g:shadowed", depth=1).calls) == {"sglang.g:mid"}
+    assert set(callgraph.reach(fresh_tree(), "sglang.g:shadowed", depth=1).calls) == {"sglang.g:mid"}
