@@ -350,3 +350,107 @@ def test_a_name_is_followed_through_imports_aliases_and_stars_to_its_definition(
     r = callgraph.reach(callgraph.SourceTree(files.get), "sglang.use:f", depth=1)
     assert set(r.calls) == reference(bindings)
     assert bool(r.unresolved) is (not reference(bindings))
+
+
+ATTR_FILES = {
+    "sglang/__init__.py": "",
+    "sglang/a/__init__.py": "",
+    "sglang/a/b/__init__.py": "",
+    "sglang/a/b/c.py": "from ray import remote\nclass Base:\n    def run(self):\n        pass\n",
+    "sglang/lib.py": LIB,
+    "sglang/other.py": "def helper():\n    pass\n",
+    "sglang/k.py": """
+import ray
+import sglang.a.b.c
+from sglang import a
+from sglang.a import b
+from sglang.lib import Lib, Child
+
+class K:
+    LIMIT = 3
+    def __init__(self, given: Lib):
+        cb = lambda: None
+        self.lib = Lib()
+        self.given = given
+        self.same = self.lib
+        self.near = b.c.Base()
+        self.far = a.b.c.Base()
+        self.node = self.node.next
+        def later():
+            self.hidden = Lib()
+
+class J:
+    def __init__(self):
+        self.lib = Child()
+
+@sglang.a.b.c.remote
+class Deep:
+    pass
+
+@ray.remote(num_gpus=1)
+class WithOptions:
+    pass
+
+def uses(k: K):
+    k.lib.init()
+""",
+}
+
+
+def attr_tree() -> callgraph.SourceTree:
+    return callgraph.SourceTree({p: textwrap.dedent(t) for p, t in ATTR_FILES.items()}.get)
+
+
+def held(t: callgraph.SourceTree, cls: str, attr: str) -> list[str]:
+    return [x.cls.key for x in t.instance_attribute(t.lookup("sglang.k", cls)[0], attr)]
+
+
+def test_an_instance_attribute_is_resolved_in_the_method_that_assigns_it():
+    t = attr_tree()
+    assert held(t, "K", "lib") == ["sglang.lib:Lib"]  # after a lambda in the same method
+    assert held(t, "K", "given") == ["sglang.lib:Lib"]  # an annotated parameter of that method
+    assert held(t, "K", "same") == ["sglang.lib:Lib"]  # another attribute of self
+    assert held(t, "K", "hidden") == []  # assigned in a nested function: not the method's own
+    assert held(t, "K", "node") == []  # built from itself: nothing, and the search ends
+    assert held(t, "J", "lib") == ["sglang.lib:Child"]  # each class its own attributes
+    assert held(t, "K", "lib") == ["sglang.lib:Lib"]
+
+
+def test_an_attribute_path_is_resolved_within_the_bound():
+    t = attr_tree()
+    assert held(t, "K", "near") == ["sglang.a.b.c:Base"]
+    assert held(t, "K", "far") == []  # one name deeper than the resolver follows
+
+
+def test_a_parameter_annotated_with_a_class_is_an_instance_with_its_attributes():
+    t = attr_tree()
+    assert set(callgraph.reach(t, "sglang.k:uses", depth=1).calls) == {"sglang.lib:Lib.init"}
+
+
+def test_a_ray_actor_is_known_by_its_decorator_called_or_not_however_it_is_named():
+    t = attr_tree()
+    assert t._is_ray_actor(t.lookup("sglang.k", "Deep")[0])
+    assert t._is_ray_actor(t.lookup("sglang.k", "WithOptions")[0])
+    assert not t._is_ray_actor(t.lookup("sglang.k", "K")[0])
+
+
+def test_writes_in_a_module_leave_each_method_s_calls_as_reach_finds_them():
+    """writes_in_module summarises every function; a later search reuses those summaries, so they must
+    carry the method's class (``self.other()``), also for a function nested in a method."""
+    t = callgraph.SourceTree({"sglang/x.py": textwrap.dedent("""
+        import os
+        class K:
+            def other(self):
+                pass
+            def m(self):
+                os.environ["NCCL_A"] = "1"
+                self.other()
+                def inner():
+                    self.other()
+                inner()
+    """)}.get)
+    assert [w.function for w in callgraph.writes_in_module(t, "sglang.x", ["NCCL_A"])] == ["sglang.x:K.m"]
+    r = callgraph.reach(t, "sglang.x:K.m", depth=2)
+    assert r.calls["sglang.x:K.other"][1] == "sglang.x:K.m"
+    assert "sglang.x:K.m.<locals>.inner" in r.functions and "sglang.x:None.other" not in r.calls
+    assert r.unresolved == []  # inner's self.other() too
