@@ -56,6 +56,7 @@ CASES = {
     "while_false": ("while False:\n    a()\nb()", {"a": None, "b": ()}),
     "while_test_is_evaluated": ("while a():\n    pass", {"a": ()}),
     "for_runs": ("for i in items:\n    a()\nelse:\n    b()", {"a": (), "b": ()}),
+    "for_over_empty_bytes": ("for i in b'':\n    a()", {"a": None}),
     "for_over_nothing": ("for i in []:\n    a()\nelse:\n    b()", {"a": None, "b": ()}),
     "for_iter_is_evaluated": ("for i in a():\n    pass", {"a": ()}),
     "try_except_finally": (
@@ -203,6 +204,8 @@ WRITES = {
     "putenv_of_another_module": ("sys.putenv('A', '1')", set()),
     "os_rebound_by_a_from_import": ("from fake import os\nos.putenv('A', '1')\nos.environ['B'] = '1'", set()),
     "environ_rebound_by_a_from_import": ("from fake import environ\nenviron['A'] = '1'", set()),
+    "putenv_through_a_module_alias": ("operating_system.putenv('A', '1')", {("A", "putenv")}),
+    "putenv_of_an_attribute": ("x.os.putenv('A', '1')\nx.os.environ['B'] = '1'", set()),
     "putenv_without_arguments": ("os.putenv()", set()),
     "setdefault_without_arguments": ("os.environ.setdefault()", set()),
     "reads_are_not_writes": ("os.environ.get('A')\nos.environ.copy()\nv = os.environ['A']", set()),
@@ -218,7 +221,7 @@ WRITES = {
     "another_objects_fields": ("self_envs.A.set(1)\nx.envs.B.set(1)", set()),
 }
 
-WRITES_PRELUDE = "import os\nimport sys\nfrom os import environ\nNAME = 'NCCL_X'\n"
+WRITES_PRELUDE = "import os\nimport os as operating_system\nimport sys\nfrom os import environ\nNAME = 'NCCL_X'\n"
 
 
 @pytest.mark.parametrize("name", sorted(WRITES))
@@ -246,3 +249,9 @@ def test_a_parameter_named_key_is_the_caller_s_constant():
     got = sorted((w.variable, w.how, w.line, tuple(c.text for c in w.conditions)) for w, _ in r.writes)
     assert got == [("?", "helper:put", 9, ("value",)), ("NCCL_A", "helper:put", 7, ("value",)),
                    ("NCCL_B", "helper:put", 8, ("value",))]
+
+
+@pytest.mark.parametrize("name,calls", [("multiprocessing.Ctx().Process", True), ("threading.Make().Thread", True),
+                                        ("multiprocessing.Ctx().Other", False)])
+def test_a_factory_call_on_the_way_to_a_callback_api_is_skipped_whatever_its_case(name, calls):
+    assert callgraph.callgraph_conditions._calls_its_arguments(name) is calls

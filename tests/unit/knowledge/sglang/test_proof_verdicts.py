@@ -229,3 +229,32 @@ def test_describe_names_the_kind_subject_start_and_conditions():
 ])
 def test_a_statement_accepts_its_exact_tests_and_its_flags(when, text, flag, accepted):
     assert proof.acceptor(when)(callgraph.Condition(text, "f.py", 1, flag)) is accepted
+
+
+def test_a_condition_is_an_expression():
+    assert proof.normalize_condition("  a  and(b) ") == "a and b"
+    with pytest.raises(SyntaxError):
+        proof.normalize_condition("x = 1")
+
+
+def test_several_unstated_conditions_and_several_writes_elsewhere_are_each_named():
+    t = callgraph.SourceTree({"sglang/v.py": textwrap.dedent("""
+        import os
+        def start(a, b, w):
+            if a:
+                if b:
+                    os.environ["NCCL_V"] = "1"
+            w.x.go()
+    """)}.get)
+    p = proof.prove(t, "sglang.v:start", S("writes", ("NCCL_V",)))
+    assert p.reason == ("NCCL_V is written at sglang/v.py:6 (start) only under a condition the statement does not "
+                        "state: `a` at sglang/v.py:4; `b` at sglang/v.py:5")
+    found = [callgraph.EnvWrite("NCCL_W", "assign", "sglang/r.py", 5, "sglang.r:one"),
+             callgraph.EnvWrite("NCCL_W", "pop", "sglang/r.py", 9, "sglang.r:two")]
+    p = proof.prove(t, "sglang.v:start", S("writes", ("NCCL_W",)), elsewhere=lambda variables: found)
+    assert p.reason == ("no write of NCCL_W reachable from sglang.v:start within 12 calls (NCCL_W is written at "
+                        "sglang/r.py:5 (one); NCCL_W is written at sglang/r.py:9 (two)) (1 call(s) on the way cannot "
+                        "be resolved statically)")
+    # The unresolved call is named when its last name is the stated definition's.
+    p = proof.prove(t, "sglang.v:start", S("reaches", ("sglang.q:go",)))
+    assert "the call `w.x.go` in start (line 7) cannot be resolved" in p.reason
