@@ -206,6 +206,7 @@ WRITES = {
     "environ_rebound_by_a_from_import": ("from fake import environ\nenviron['A'] = '1'", set()),
     "putenv_through_a_module_alias": ("operating_system.putenv('A', '1')", {("A", "putenv")}),
     "putenv_of_an_attribute": ("x.os.putenv('A', '1')\nx.os.environ['B'] = '1'", set()),
+    "an_unbound_name_is_not_os": ("nowhere.putenv('A', '1')", set()),
     "putenv_without_arguments": ("os.putenv()", set()),
     "setdefault_without_arguments": ("os.environ.setdefault()", set()),
     "reads_are_not_writes": ("os.environ.get('A')\nos.environ.copy()\nv = os.environ['A']", set()),
