@@ -256,3 +256,119 @@ def test_a_parameter_named_key_is_the_caller_s_constant():
                                         ("multiprocessing.Ctx().Other", False)])
 def test_a_factory_call_on_the_way_to_a_callback_api_is_skipped_whatever_its_case(name, calls):
     assert callgraph.callgraph_conditions._calls_its_arguments(name) is calls
+
+
+BOTH = {
+    "sglang/__init__.py": "",
+    "sglang/b.py": """
+import os
+import torch
+
+class Base:
+    def __init__(self):
+        pass
+
+class Sub(Base):
+    pass
+
+class Other(Base):
+    pass
+
+class Plain:
+    pass
+
+def put(key, value):
+    os.environ[key] = value
+
+def f(c, outer):
+    os.environ["NCCL_B"] = "0"
+    os.environ["NCCL_C"] = "0"
+    if outer:
+        if c:
+            Sub()
+            Plain()
+            torch.x()
+            torch.same()
+            put("NCCL_H", "1")
+            os.environ["NCCL_A"] = "1"
+            os.environ["NCCL_A"] = "2"
+        else:
+            Other()
+            Plain()
+            torch.y()
+            torch.same()
+            put("NCCL_H", "2")
+            os.environ["NCCL_A"] = "3"
+""",
+}
+
+
+def test_what_both_branches_do_runs_under_the_enclosing_conditions_only():
+    """Both branches construct Base (Sub and Other inherit its __init__) and Plain, call torch.same and the
+    helper, and write NCCL_A: each of those runs whenever ``outer`` holds, once; torch.x and torch.y
+    (different leaves) and Sub and Other (different classes) stay conditional."""
+    tree = callgraph.SourceTree({p: textwrap.dedent(t) for p, t in BOTH.items()}.get)
+    outer = ["outer"]
+    accept = lambda c: c.text == "outer"  # noqa: E731 - a one-line acceptor
+    r = callgraph.reach(tree, "sglang.b:f", depth=1, accept=accept)
+    for key in ("sglang.b:Base.__init__", "sglang.b:Plain", "torch.same", "sglang.b:put"):
+        assert [c.text for c in r.calls[key][2]] == outer, key
+    for key in ("sglang.b:Sub", "sglang.b:Other", "torch.x", "torch.y"):
+        assert key not in r.calls, key
+    lines = textwrap.dedent(BOTH["sglang/b.py"]).splitlines()
+    first = next(i + 1 for i, x in enumerate(lines) if 'os.environ["NCCL_A"] = "1"' in x)
+    got = [(w.variable, w.how, w.file, w.line, w.function, [c.text for c in w.conditions]) for w, _ in r.writes
+           if w.variable in ("NCCL_A", "NCCL_H")]
+    put_line = next(i + 1 for i, x in enumerate(lines) if 'put("NCCL_H", "1")' in x)
+    assert sorted(got) == [("NCCL_A", "assign", "sglang/b.py", first, "sglang.b:f", outer),
+                           ("NCCL_H", "helper:put", "sglang/b.py", put_line, "sglang.b:f", outer)]
+    # The edge added for both branches is the first branch's call, with its line and text.
+    summary = callgraph.callgraph_conditions.summary(tree, tree.function("sglang.b:f"))
+    common = [e for e in summary.calls if [c.text for c in e.conditions] == outer]
+    assert {(e.text, e.line) for e in common} >= {("torch.same", first - 2), ("put", first - 1)}
+    assert all(e.call is not None for e in common)
+
+
+def test_a_helper_method_s_parameters_are_counted_after_self_or_cls():
+    tree = callgraph.SourceTree({"sglang/h.py": textwrap.dedent("""
+        import os
+        class Env:
+            def put(self, key):
+                os.environ[key] = "1"
+            @classmethod
+            def cput(cls, key):
+                os.environ[key] = "1"
+            @staticmethod
+            def sput(key):
+                os.environ[key] = "1"
+        def f(e: Env):
+            e.put("NCCL_A")
+            Env.cput("NCCL_B")
+            Env.sput("NCCL_C")
+    """)}.get)
+    r = callgraph.reach(tree, "sglang.h:f", depth=1)
+    assert sorted((w.variable, w.how, w.file, w.line) for w, _ in r.writes) == [
+        ("NCCL_A", "helper:Env.put", "sglang/h.py", 13), ("NCCL_B", "helper:Env.cput", "sglang/h.py", 14),
+        ("NCCL_C", "helper:Env.sput", "sglang/h.py", 15)]
+
+
+def test_a_path_is_listed_for_any_key_and_bounded():
+    chain = "".join(f"def f{i}():\n    f{i + 1}()\n" for i in range(70)) + "def f70():\n    pass\n"
+    tree = callgraph.SourceTree({"sglang/c.py": chain}.get)
+    r = callgraph.reach(tree, "sglang.c:f0", depth=80)
+    assert r.path_to("torch.x") == ["torch.x"]  # not a function of the search: itself only
+    assert len(r.path_to("sglang.c:f70")) == 64
+    assert r.path_to("sglang.c:f3") == ["sglang.c:f0", "sglang.c:f1", "sglang.c:f2", "sglang.c:f3"]
+
+
+def test_a_method_s_own_imports_resolve_what_it_assigns_to_self():
+    tree = callgraph.SourceTree({"sglang/__init__.py": "", "sglang/lib.py": "class Lib:\n    def go(self):\n        pass\n",
+                                 "sglang/k.py": textwrap.dedent("""
+        class K:
+            def __init__(self):
+                from .lib import Lib
+                self.lib = Lib()
+            def run(self):
+                self.lib.go()
+    """)}.get)
+    assert "sglang.lib:Lib.go" in callgraph.reach(tree, "sglang.k:K.run", depth=1).calls

@@ -258,3 +258,24 @@ def test_several_unstated_conditions_and_several_writes_elsewhere_are_each_named
     # The unresolved call is named when its last name is the stated definition's.
     p = proof.prove(t, "sglang.v:start", S("reaches", ("sglang.q:go",)))
     assert "the call `w.x.go` in start (line 7) cannot be resolved" in p.reason
+
+
+def test_each_variable_s_stated_condition_is_listed_and_when_is_optional():
+    t = callgraph.SourceTree({"sglang/v.py": textwrap.dedent("""
+        import os
+        def two(a, b):
+            if a:
+                os.environ["NCCL_P"] = "1"
+            if b:
+                os.environ["NCCL_Q"] = "1"
+            os.environ["NCCL_R"] = "1"
+    """)}.get)
+    p = proof.prove(t, "sglang.v:two", S("writes", ("NCCL_P", "NCCL_Q"), when=("a", "b")))
+    assert p.ok and p.conditions == ("`a` at sglang/v.py:4", "`b` at sglang/v.py:6")
+
+    class Bare:  # a statement without `when`: no condition is accepted
+        kind, subject, why, start = "writes", ("NCCL_R",), "w", None
+
+    assert proof.prove(t, "sglang.v:two", Bare()).ok
+    Bare.subject = ("NCCL_P",)
+    assert not proof.prove(t, "sglang.v:two", Bare()).ok
