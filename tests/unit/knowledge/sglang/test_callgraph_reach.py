@@ -147,3 +147,31 @@ def test_definitions_in_a_function_body_are_resolved_there():
     assert [u[0] for u in r.unresolved] == ["Local.nothing"]
     # A local assignment wins over a nested definition of the same name (the later binding).
     assert set(callgraph.reach(fresh_tree(), "sglang.g:shadowed", depth=1).calls) == {"sglang.g:mid"}
+
+
+def test_one_definition_twice_is_no_choice_and_a_module_is_no_callee():
+    t = callgraph.SourceTree({"sglang/__init__.py": "", "sglang/lib2.py": textwrap.dedent(SRC["sglang/lib2.py"]),
+                              "sglang/u.py": textwrap.dedent("""
+        from sglang import lib2
+        from sglang.lib2 import A
+        def helper():
+            pass
+        def same(c):
+            W = A if c else A
+            W()
+        def module_or_function(c):
+            W = lib2 if c else helper
+            W()
+        class K:
+            def other(self):
+                pass
+            def m(self):
+                def inner():
+                    self.other()
+                inner()
+    """)}.get)
+    assert [c.text for c in callgraph.reach(t, "sglang.u:same", depth=1).calls["sglang.lib2:A"][2]] == []
+    assert callgraph.reach(t, "sglang.u:module_or_function", depth=1).calls["sglang.u:helper"][2] == ()
+    # A function defined in a method sees the method's self.
+    r = callgraph.reach(t, "sglang.u:K.m", depth=2)
+    assert r.calls["sglang.u:K.other"][1] == "sglang.u:K.m.<locals>.inner" and r.unresolved == []

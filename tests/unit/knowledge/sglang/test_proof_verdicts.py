@@ -171,6 +171,7 @@ def test_a_missing_write_says_where_it_went():
     assert not p.ok
     assert p.proofs == ({"variable": "NCCL_B", "depth": 0, "at": f"sglang/p.py:{line('NCCL_B')} (start)",
                          "path": "start", "steps": ["sglang.p:start"]},)
+    assert p.ok is False and p.to_dict()["ok"] is False
     assert p.reason == ("no write of NCCL_E reachable from sglang.p:start within 12 calls "
                         "(NCCL_E is written at sglang/r.py:5 (elsewhere))")
     p = proof.prove(tree(), "sglang.p:start", S("writes", ("NCCL_E", "NCCL_F")))
