@@ -280,3 +280,29 @@ def test_each_variable_s_stated_condition_is_listed_and_when_is_optional():
     assert proof.prove(t, "sglang.v:two", Bare()).ok
     Bare.subject = ("NCCL_P",)
     assert not proof.prove(t, "sglang.v:two", Bare()).ok
+
+
+def test_the_search_for_a_write_stops_at_the_shallowest_one_found():
+    """reach stops as soon as every stated variable has a write (breadth first), so a proof and a reason cite
+    the shallowest write found, even when a deeper one has fewer conditions."""
+    t = callgraph.SourceTree({"sglang/s.py": textwrap.dedent("""
+        import os
+        def deep():
+            os.environ["NCCL_A"] = "1"
+        def deep_z(c):
+            if c:
+                os.environ["NCCL_Z"] = "1"
+        def start(args, a, b):
+            if args.x:
+                os.environ["NCCL_A"] = "0"
+            if a:
+                if b:
+                    os.environ["NCCL_Z"] = "0"
+            deep()
+            deep_z(a)
+    """)}.get)
+    p = proof.prove(t, "sglang.s:start", S("writes", ("NCCL_A",), when=("--x",)))
+    assert p.ok and p.depth == 0 and p.conditions == ("`args.x` at sglang/s.py:9",)
+    p = proof.prove(t, "sglang.s:start", S("writes", ("NCCL_Z",)))
+    assert p.reason.startswith("NCCL_Z is written at sglang/s.py:13 (start) only under a condition the statement "
+                               "does not state: `a` at sglang/s.py:11; `b` at sglang/s.py:12")
