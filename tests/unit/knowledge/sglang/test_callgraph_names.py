@@ -454,3 +454,33 @@ def test_writes_in_a_module_leave_each_method_s_calls_as_reach_finds_them():
     assert r.calls["sglang.x:K.other"][1] == "sglang.x:K.m"
     assert "sglang.x:K.m.<locals>.inner" in r.functions and "sglang.x:None.other" not in r.calls
     assert r.unresolved == []  # inner's self.other() too
+
+
+# --- generated: how deep the resolver follows an expression ------------------------------------------
+
+ANNOTATION_WRAPPERS = ["Optional[{}]", "({} | None)", "(None | {})", "string"]
+LOCAL_WRAPPERS = ["({} if c else None)", "(None if c else {})", "(c and {})", "(c or {})"]
+
+
+def wrap(inner: str, wrapper: str) -> str:
+    return repr(inner) if wrapper == "string" else wrapper.format(inner)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(ANNOTATION_WRAPPERS), max_size=4), st.lists(st.sampled_from(LOCAL_WRAPPERS), max_size=5))
+def test_the_resolver_follows_an_expression_four_steps_deep(annotation_wrappers, local_wrappers):
+    """Reference: ``p.init()`` reaches the annotation two steps in (the attribute's owner, its annotation) and
+    ``W()`` reaches a local's value one step in; each wrapper (Optional[], | None, a string, a conditional
+    expression, and / or) is one step more; a name more than four steps in is not followed."""
+    annotation, value = "Lib", "Lib"
+    for w in annotation_wrappers:
+        annotation = wrap(annotation, w)
+    for w in local_wrappers:
+        value = wrap(value, w)
+    t = callgraph.SourceTree({"sglang/lib.py": textwrap.dedent(LIB), "sglang/other.py": "def helper():\n    pass\n",
+                              "sglang/d.py": (f"from typing import Optional\nfrom sglang.lib import Lib\n"
+                                              f"def f(p: {annotation}):\n    p.init()\n"
+                                              f"def g(c):\n    W = {value}\n    W()\n")}.get)
+    assert ("sglang.lib:Lib.init" in callgraph.reach(t, "sglang.d:f", depth=1).calls) is (len(annotation_wrappers) <= 2)
+    reached = callgraph.reach(t, "sglang.d:g", depth=1, accept=lambda c: True).calls
+    assert ("sglang.lib:Lib" in reached) is (len(local_wrappers) <= 3)
