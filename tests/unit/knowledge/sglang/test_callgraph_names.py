@@ -88,7 +88,7 @@ FILES = {
     "sglang/__init__.py": "",
     "sglang/lib.py": LIB,
     "sglang/other.py": "def helper():\n    pass\n",
-    "sglang/pkg/__init__.py": "from sglang.pkg.impl import *\n",
+    "sglang/pkg/__init__.py": "from .impl import *\n",  # relative to the package itself
     "sglang/pkg/impl.py": "def exported():\n    pass\n",
     "sglang/pkg/sub.py": "def deep():\n    pass\n",
     "sglang/broken.py": "def f(:\n",
