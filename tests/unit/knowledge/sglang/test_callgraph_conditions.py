@@ -42,6 +42,12 @@ CASES = {
     "early_return_in_else": ("if x:\n    a()\nelse:\n    return\nb()", {"a": ("x",), "b": ("x",)}),
     "early_raise_adds_nothing": ("if x:\n    raise ValueError\na()", {"a": ()}),
     "raise_in_else_adds_nothing": ("if x:\n    pass\nelse:\n    raise ValueError\na()", {"a": ()}),
+    "nested_both_return": ("if x:\n    if y:\n        return\n    else:\n        return\na()", {"a": ("not x",)}),
+    "nested_both_raise": ("if x:\n    if y:\n        raise KeyError\n    else:\n        raise KeyError\na()", {"a": ()}),
+    "nested_return_and_raise": ("if x:\n    if y:\n        raise KeyError\n    else:\n        return\na()",
+                                {"a": ("not x",)}),
+    "try_finally_falls": ("try:\n    a()\nfinally:\n    b()\nc()", {"a": (), "b": (), "c": ()}),
+    "comprehension_filter_call": ("v = [i for i in items if a(i)]", {"a": ()}),
     "both_branches_return": ("if x:\n    return\nelse:\n    return\na()", {"a": None}),
     "return_and_raise": ("if x:\n    raise ValueError\nelse:\n    return\na()", {"a": None}),
     "raise_and_return": ("if x:\n    return\nelse:\n    raise ValueError\na()", {"a": None}),
@@ -372,3 +378,60 @@ def test_a_method_s_own_imports_resolve_what_it_assigns_to_self():
                 self.lib.go()
     """)}.get)
     assert "sglang.lib:Lib.go" in callgraph.reach(tree, "sglang.k:K.run", depth=1).calls
+
+
+def test_writes_carry_their_conditions_whatever_their_kind():
+    tree = callgraph.SourceTree({"sglang/e.py": WRITES_PRELUDE + textwrap.dedent('''
+        def f(x, other):
+            if x:
+                os.environ.update(other)
+                os.environ.update(B="1")
+                envs.C.set(1)
+                os.environ["D"] = "1"
+    ''')}.get)
+    writes = callgraph.reach(tree, "sglang.e:f", depth=0, accept=lambda c: True).writes
+    assert sorted((w.variable, [c.text for c in w.conditions]) for w, _ in writes) == [
+        ("?", ["x"]), ("B", ["x"]), ("C", ["x"]), ("D", ["x"])]
+
+
+def test_both_branches_look_past_calls_that_resolve_to_nothing_or_to_several():
+    tree = callgraph.SourceTree({"sglang/b2.py": textwrap.dedent('''
+        class A:
+            pass
+        class B:
+            pass
+        def helper():
+            pass
+        def f(c, w):
+            W = A if c else B
+            if c:
+                w.unknown()
+                W()
+                helper()
+            else:
+                helper()
+    ''')}.get)
+    r = callgraph.reach(tree, "sglang.b2:f", depth=1)
+    assert r.calls["sglang.b2:helper"] == (1, "sglang.b2:f", ())
+
+
+def test_depths_of_leaves_helper_writes_and_a_recursive_function():
+    tree = callgraph.SourceTree({"sglang/r.py": textwrap.dedent('''
+        import os
+        import torch
+        def put(key):
+            os.environ[key] = "1"
+        def again(n):
+            os.environ["NCCL_R"] = "1"
+            again(n)
+        def mid():
+            torch.x()
+            put("NCCL_P")
+        def f():
+            mid()
+    ''')}.get)
+    r = callgraph.reach(tree, "sglang.r:f")
+    assert r.calls["torch.x"] == (2, "sglang.r:mid", ())
+    assert [(w.variable, d) for w, d in r.writes] == [("NCCL_P", 2)]
+    r = callgraph.reach(tree, "sglang.r:again")
+    assert [(w.variable, d) for w, d in r.writes] == [("NCCL_R", 0)]  # visited once, though it calls itself
