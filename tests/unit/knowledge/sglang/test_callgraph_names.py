@@ -217,6 +217,8 @@ def test_an_import_binds_what_python_binds():
             import k
         except ImportError:
             import m
+        finally:
+            import r
         if X:
             from n import o
         def inner():
@@ -226,7 +228,7 @@ def test_an_import_binds_what_python_binds():
     """)}.get)
     module = t.module("sglang.i")
     assert module.imports == {"a": ("a", None), "e": ("c.d", None), "h": ("f", "g"), "k": ("k", None),
-                              "m": ("m", None), "o": ("n", "o")}
+                              "m": ("m", None), "o": ("n", "o"), "r": ("r", None)}
     assert module.stars == ["sglang.lib"]
 
 

@@ -175,3 +175,25 @@ def test_one_definition_twice_is_no_choice_and_a_module_is_no_callee():
     # A function defined in a method sees the method's self.
     r = callgraph.reach(t, "sglang.u:K.m", depth=2)
     assert r.calls["sglang.u:K.other"][1] == "sglang.u:K.m.<locals>.inner" and r.unresolved == []
+
+
+def test_a_choice_of_methods_and_a_function_s_relative_import_resolve_in_its_own_scope():
+    t = callgraph.SourceTree({"sglang/__init__.py": "", "sglang/lib2.py": textwrap.dedent(SRC["sglang/lib2.py"]),
+                              "sglang/u.py": textwrap.dedent("""
+        class K:
+            def one(self):
+                pass
+            def two(self):
+                pass
+            def pick(self, c):
+                W = self.one if c else self.two
+                W()
+                V = c and self.one
+                V()
+        def g():
+            from .lib2 import A
+            A()
+    """)}.get)
+    r = callgraph.reach(t, "sglang.u:K.pick", depth=1, accept=lambda c: True)
+    assert {"sglang.u:K.one", "sglang.u:K.two"} <= set(r.calls)
+    assert set(callgraph.reach(t, "sglang.u:g", depth=1).calls) == {"sglang.lib2:A", "sglang.lib2:A.__init__"}
