@@ -185,15 +185,17 @@ def test_a_choice_of_methods_and_a_function_s_relative_import_resolve_in_its_own
                 pass
             def two(self):
                 pass
+            def three(self):
+                pass
             def pick(self, c):
                 W = self.one if c else self.two
                 W()
-                V = c and self.one
+                V = c and self.three
                 V()
         def g():
             from .lib2 import A
             A()
     """)}.get)
     r = callgraph.reach(t, "sglang.u:K.pick", depth=1, accept=lambda c: True)
-    assert {"sglang.u:K.one", "sglang.u:K.two"} <= set(r.calls)
+    assert {"sglang.u:K.one", "sglang.u:K.two", "sglang.u:K.three"} <= set(r.calls)
     assert set(callgraph.reach(t, "sglang.u:g", depth=1).calls) == {"sglang.lib2:A", "sglang.lib2:A.__init__"}
