@@ -59,6 +59,8 @@ VERSIONS = REPO / "ci" / "versions.toml"
 ANALYSIS_SOURCES = (
     Path(__file__).resolve(),
     REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "callgraph.py",
+    REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "callgraph_names.py",
+    REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "callgraph_conditions.py",
     REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "proof.py",
     REPO / "sglang_eagle_nccl" / "knowledge" / "sglang" / "patchsets.py",
     REPO / "sglang_eagle_nccl" / "contract" / "versions.py",

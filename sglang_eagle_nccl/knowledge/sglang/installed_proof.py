@@ -26,6 +26,8 @@ from typing import Any
 
 PROOF_FORMAT = 1
 HERE = Path(__file__).resolve().parent
+# The analysing code, part of the cache key: a change to any of these proves again.
+ANALYSIS_MODULES = ("callgraph", "callgraph_names", "callgraph_conditions", "proof")
 
 
 def record_file(root: Path) -> Path | None:
@@ -43,7 +45,7 @@ def cache_key(root: Path, manifest_text: str) -> str | None:
         return None
     h = hashlib.sha256()
     h.update(f"{PROOF_FORMAT}\0".encode())
-    for part in (record, HERE / "callgraph.py", HERE / "proof.py"):
+    for part in (record, *(HERE / f"{m}.py" for m in ANALYSIS_MODULES)):
         h.update(part.read_bytes())
         h.update(b"\0")
     h.update(manifest_text.encode("utf-8"))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from sglang_eagle_nccl.knowledge.sglang import callgraph, proof
+from sglang_eagle_nccl.knowledge.sglang import callgraph, callgraph_conditions, proof
 
 
 def tree_of(files: dict[str, str]) -> callgraph.SourceTree:
@@ -59,7 +59,7 @@ def test_relative_imports_name_the_module_python_would(package, module, level, e
     ],
 )
 def test_only_apis_that_call_a_function_count_it_as_called(name, calls):
-    assert callgraph._calls_its_arguments(name) is calls
+    assert callgraph_conditions._calls_its_arguments(name) is calls
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def test_only_apis_that_call_a_function_count_it_as_called(name, calls):
      ("items", False), ("range(0, 5)", False), ("other(0)", False)],
 )
 def test_a_loop_over_nothing_is_known_without_running_it(source, empty):
-    assert callgraph._empty_iterable(ast.parse(source, mode="eval").body) is empty
+    assert callgraph_conditions._empty_iterable(ast.parse(source, mode="eval").body) is empty
 
 
 ATTRS = {
@@ -305,7 +305,7 @@ def test_imports_inside_a_function_and_os_aliases():
                                         ("TYPE_CHECKING", False), ("typing.TYPE_CHECKING", False),
                                         ("not TYPE_CHECKING", True), ("not flag", None), ("flag", None)])
 def test_a_test_known_without_running_it(test, known):
-    assert callgraph._constant(ast.parse(test, mode="eval").body) is known
+    assert callgraph_conditions._constant(ast.parse(test, mode="eval").body) is known
 
 
 def test_the_proof_dict_and_short_names():

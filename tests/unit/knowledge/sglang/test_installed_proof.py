@@ -132,3 +132,10 @@ def test_doctor_lists_each_behaviour_with_its_proof_or_reason():
         "      ✓ writes NCCL_A: NCCL_A at f.py:4 (a) via a",
         "      ✗ reaches x.z: z is not called",
     ]
+
+
+def test_the_cache_key_covers_every_module_of_the_analysis():
+    """A change to any part of the proof (the graph, its name resolution, its conditions walker, the checker)
+    must miss the cache: the key hashes each of them."""
+    here = Path(installed_proof.__file__).parent
+    assert set(installed_proof.ANALYSIS_MODULES) == {p.stem for p in here.glob("callgraph*.py")} | {"proof"}
