@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -147,8 +148,12 @@ def clusters_seen(environ: Mapping[str, str], current_file: str) -> list[str]:
 
 
 def current_cluster_file(environ: Mapping[str, str]) -> str:
-    """Where Ray writes the address of the cluster last started on this machine (``<temp dir>/ray_current_cluster``)."""
-    return os.path.join(environ.get("RAY_TMPDIR") or "/tmp/ray", "ray_current_cluster")
+    """Where Ray writes the address of the cluster last started on this machine, by Ray's own rule
+    (ray._common.utils, Ray 2.x): ``<system temp>/ray/ray_current_cluster``, the system temp being
+    ``RAY_TMPDIR``, else ``TMPDIR`` on Linux, else the root's ``tmp`` (Ray does not ask tempfile there)."""
+    system_temp = environ.get("RAY_TMPDIR") or (
+        environ.get("TMPDIR") if sys.platform.startswith("linux") else None) or os.path.join(os.sep, "tmp")
+    return os.path.join(system_temp, "ray", "ray_current_cluster")
 
 
 def choose_address(requested: str, recorded: list[str], seen: list[str]) -> str:

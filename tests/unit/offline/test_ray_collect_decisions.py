@@ -68,8 +68,10 @@ def test_the_clusters_seen_here_come_from_ray_address_and_rays_current_cluster_f
     current.write_text("10.0.0.5:6379\nignored\n")
     assert clusters_seen({"RAY_ADDRESS": " 10.0.0.1:6379 "}, str(current)) == ["10.0.0.1:6379", "10.0.0.5:6379"]
     assert clusters_seen({"RAY_ADDRESS": "10.0.0.5:6379"}, str(current)) == ["10.0.0.5:6379"]
-    assert current_cluster_file({"RAY_TMPDIR": "/x"}) == "/x/ray_current_cluster"
-    assert current_cluster_file({}) == "/tmp/ray/ray_current_cluster"
+    # Ray's rule: <RAY_TMPDIR, else TMPDIR (Linux), else the root's tmp>/ray/ray_current_cluster.
+    assert current_cluster_file({"RAY_TMPDIR": "/x", "TMPDIR": "/y"}) == os.path.join("/x", "ray", "ray_current_cluster")
+    assert current_cluster_file({"TMPDIR": "/y"}) == os.path.join("/y", "ray", "ray_current_cluster")
+    assert current_cluster_file({}) == os.path.join(os.sep, "tmp", "ray", "ray_current_cluster")
 
 
 @given(st.text(max_size=30))
@@ -211,8 +213,8 @@ def test_auto_without_a_recorded_cluster_refuses_before_connecting(monkeypatch, 
     _fake(monkeypatch, ray)
     run = _launch(tmp_path, [])
     current = tmp_path / "raytmp"
-    current.mkdir()
-    (current / "ray_current_cluster").write_text("10.1.1.1:6379\n")
+    (current / "ray").mkdir(parents=True)  # Ray writes <RAY_TMPDIR>/ray/ray_current_cluster
+    (current / "ray" / "ray_current_cluster").write_text("10.1.1.1:6379\n")
     with pytest.raises(CollectError, match=r"records name none \(clusters seen on this machine: 10.1.1.1:6379, "
                                            r"10.2.2.2:6379\)"):
         collect(str(run), str(tmp_path / "dest"), environ={"RAY_TMPDIR": str(current), "RAY_ADDRESS": "10.2.2.2:6379"})
