@@ -177,9 +177,15 @@ def _wait_for_peers(timeout_s: float = 60.0) -> None:
         pass
 
 
-def collect_results(procs: list[Any], q: Any, expected: int, timeout: float) -> dict[int, dict[str, Any]]:
+def collect_results(
+    procs: list[Any], q: Any, expected: int, timeout: float, stopped: tuple[int, ...] = ()
+) -> dict[int, dict[str, Any]]:
     """Each rank's report from ``q`` (keyed by ``"rank"``) until ``expected`` arrived, every rank
-    died, or ``timeout``; then every process is joined, and killed if it does not end."""
+    died, or ``timeout``; then every process is joined, and killed if it does not end.
+
+    ``stopped``: ranks that stopped themselves (SIGSTOP) and can never end on their own: killed
+    first, without a join's grace (15 s of waiting each, measured in ci/test), which also closes
+    their connections, so a peer still blocked on them ends too."""
     results: dict[int, dict[str, Any]] = {}
     deadline = time.monotonic() + timeout
     while len(results) < expected and time.monotonic() < deadline:
@@ -189,6 +195,8 @@ def collect_results(procs: list[Any], q: Any, expected: int, timeout: float) -> 
         except queue_mod.Empty:
             if all(not p.is_alive() for p in procs):
                 break
+    for r in stopped:
+        procs[r].kill()
     for p in procs:
         p.join(15)
         if p.is_alive():
@@ -251,7 +259,8 @@ def run_ranks(
             else:
                 os.environ[key] = value
     expected = world - (1 if die_in_check else 0) - (1 if stall_in_check else 0)
-    results = collect_results(procs, q, expected, timeout)
+    stopped = (stall_in_check[0],) if stall_in_check else ()
+    results = collect_results(procs, q, expected, timeout, stopped)
     for r, p in enumerate(procs):
         if r in results:
             results[r]["exitcode"] = p.exitcode
