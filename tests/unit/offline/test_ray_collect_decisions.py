@@ -74,6 +74,14 @@ def test_the_clusters_seen_here_come_from_ray_address_and_rays_current_cluster_f
     assert current_cluster_file({}) == os.path.join(os.sep, "tmp", "ray", "ray_current_cluster")
 
 
+def test_off_linux_ray_ignores_tmpdir_for_its_current_cluster_file(monkeypatch):
+    # Ray asks TMPDIR on Linux only (macOS's per-user TMPDIR is not where its processes meet); the
+    # rule reads the platform when asked, so the other branch is checked here under another name.
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert current_cluster_file({"TMPDIR": "/y"}) == os.path.join(os.sep, "tmp", "ray", "ray_current_cluster")
+    assert current_cluster_file({"RAY_TMPDIR": "/x", "TMPDIR": "/y"}) == os.path.join("/x", "ray", "ray_current_cluster")
+
+
 @given(st.text(max_size=30))
 def test_an_address_is_split_only_when_it_is_host_colon_port(text):
     host, sep, port = text.rpartition(":")
