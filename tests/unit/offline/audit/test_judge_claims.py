@@ -14,7 +14,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sglang_eagle_nccl.offline.audit.judge import load_report
@@ -70,6 +70,8 @@ FLAGS = st.fixed_dictionaries(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(FLAGS, min_size=1, max_size=3), st.fixed_dictionaries({h: st.integers(0, 3) for h in HOSTS}))
+# A Ray launch whose flags claim no rank expects none: no claim is raised to one.
+@example([{"tp_size": 0, "host": "a", "use_ray": True}], {"a": 0, "b": 0})
 def test_each_place_expects_the_largest_claim_for_it_whatever_the_order(launchers, found):
     with tempfile.TemporaryDirectory() as tmp:
         run = new_launch(Path(tmp) / "audit", PROFILE)

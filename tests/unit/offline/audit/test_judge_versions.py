@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sglang_eagle_nccl.contract import launch_dir
@@ -144,6 +144,9 @@ def groups(text: str) -> list[list[str]]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(schedulers())
+# A ✓ version listed before a ⚠ one: the ⚠ counts (the first of equals only among equals).
+@example(Scheduler(expected=["LL"], record_dirs=[[0]], reads=[[("LL", False)], [("LL", True)]], order=[0, 1],
+                   reads_dirs=[[0], [1]], dirs=2))
 def test_every_version_is_judged_the_worse_counts_and_the_notes_name_every_place(s):
     with tempfile.TemporaryDirectory() as tmp:
         dirs = lay_out(s, Path(tmp))
