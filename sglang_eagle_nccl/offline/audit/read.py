@@ -601,6 +601,10 @@ def read_evidence(run_dir: str | Path, budget: Budget) -> LaunchRecords:
 def merge(launches: Iterable[LaunchRecords]) -> LaunchRecords:
     """Several launch directories (one per node, however collected, or a shared one given twice) as one
     launch, by the rules of the module docstring (whatever the order they are given in)."""
+    launches = list(launches)
+    if len(launches) == 1:
+        # A launch is reconciled already, and reconciling is a function of the evidence: this one again.
+        return launches[0]
     return reconcile([ev for launch in launches for ev in launch.evidence])
 
 

@@ -1,0 +1,92 @@
+"""Two rules of the reader that only its speed and memory see (issue 24 item 6), each checked on generated inputs:
+
+- *One string per value in a file* (offline/audit/records.py, ``Schema.compact``): a cluster's audit holds
+  millions of records, so the identity strings of one file's records (event, host, boot id, PID namespace,
+  start, role) are one object per value, whichever reader (msgspec's or the json module's) read the lines
+  and however the processes of the file alternate; the values are the ones written.
+- *A launch is reconciled once* (offline/audit/read.py): reconciling is a function of the evidence, so
+  merging one launch gives that launch, merging several gives what reconciling all their evidence gives,
+  and merging none gives an empty launch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sglang_eagle_nccl.offline.audit.read import merge, read_evidence, reconcile
+from sglang_eagle_nccl.offline.audit.records import RECORDS, Budget, parse_file
+from support.audit_records import rec, write_lines
+
+SHARED = ("event", "host", "boot_id", "pidns", "start", "role")
+# A few events of the table with their own fields, enough to interleave kinds within one file.
+KINDS = {
+    "process_role": {"title": "sglang::scheduler_TP0"},
+    "hook_installed": {"target": "sglang.x:T", "mechanism": "wrapt"},
+    "patch_set": {"patch_set": "p", "uncovered": [{"target": "t", "required": False}]},
+    "nccl_reads_log": {"file": "nccl-reads-h-100.jsonl"},
+}
+
+
+@st.composite
+def files(draw) -> list[dict]:
+    """One file's records: of one process or two alternating (a shared file), of several events, with one line
+    that is no record among them (the plain way inside the fast reader)."""
+    out = []
+    for event, who, role in draw(st.lists(st.tuples(st.sampled_from(sorted(KINDS)), st.sampled_from([100, 101]),
+                                                     st.sampled_from(["child", "scheduler"])), min_size=1, max_size=12)):
+        out.append(rec(event, who, role, {"host": f"h{who}"}, **KINDS[event]))
+    if draw(st.booleans()):
+        out.insert(draw(st.integers(0, len(out))), {"event": "hook_installed", "target": 1})  # a bad line
+    return out
+
+
+def _lines(records: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+@settings(max_examples=150)
+@given(files(), st.booleans())
+def test_a_files_identity_strings_are_one_object_per_value_with_either_reader(records, fast):
+    schema = RECORDS if fast else replace(RECORDS, fast={}, fast_checks={})
+    got = parse_file(_lines(records), "f.jsonl", schema).records
+    valid = [r for r in records if not isinstance(r.get("target", ""), int)]
+    assert [{k: r[k] for k in SHARED} for r in got] == [{k: r[k] for k in SHARED} for r in valid]
+    for key in SHARED:
+        objects = defaultdict(set)
+        for r in got:
+            objects[r[key]].add(id(r[key]))
+        assert all(len(ids) == 1 for ids in objects.values()), (key, objects)
+
+
+def _launch(root: Path, name: str, pids: list[int]) -> Path:
+    run = root / name
+    run.mkdir()
+    for pid in pids:
+        write_lines(run / f"proc-h-{pid}.jsonl", [rec("process_role", pid, title="sglang::x"),
+                                                  rec("hook_installed", pid, target="t")])
+    return run
+
+
+def _canon(launch) -> str:
+    return json.dumps([[p.name, p.files, p.places, p.conflicts, p.records] for p in launch.processes]
+                      + [launch.run_dirs, [u.text() for u in launch.unreadable]], sort_keys=True)
+
+
+def test_merging_one_launch_gives_it_and_merging_several_reconciles_all_their_evidence(tmp_path):
+    one = read_evidence(_launch(tmp_path, "a", [100, 101]), Budget())
+    other = read_evidence(_launch(tmp_path, "b", [101, 102]), Budget())
+    assert merge([one]) is one
+    assert merge(iter([one])) is one
+    assert _canon(one) == _canon(reconcile(one.evidence))
+    both = merge([one, other])
+    assert _canon(both) == _canon(reconcile([*one.evidence, *other.evidence]))
+    assert [p.name.split("/")[3] for p in both.processes] == ["100", "101", "102"]
+    assert len(both.run_dirs) == 2 and both.processes[0].places[0].endswith("a/proc-h-100.jsonl")
+    empty = merge([])
+    assert (empty.processes, empty.run_dirs, empty.meta) == ([], [], {})
