@@ -394,7 +394,7 @@ def _read_dir(run: Path, budget: Budget) -> _DirEvidence:
     for entry in list_entries(run):
         if is_record_file_name(entry.name):
             evidence.record_files += 1
-            got = read_file(Path(entry.path), RECORDS, budget)
+            got = read_file(entry.path, RECORDS, budget)
             if isinstance(got, Unreadable):
                 evidence.unreadable.append(got)
                 continue
@@ -410,7 +410,7 @@ def _read_dir(run: Path, budget: Budget) -> _DirEvidence:
             evidence.records += by_key.values()
             _note_cut(evidence, got)
         elif is_reads_file_name(entry.name):
-            got = read_file(Path(entry.path), READS, budget)
+            got = read_file(entry.path, READS, budget)
             if isinstance(got, Unreadable):
                 evidence.unreadable.append(got)
                 continue
@@ -525,6 +525,13 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
             record_copies.setdefault(identity_key(copy.identity), []).append(copy)
     declared: dict[Key, set[str]] = {}
     for key in sorted(record_copies, key=key_text):
+        if len(record_copies[key]) == 1:
+            # The common case, one place: what the general way below gives for it, without its work.
+            only = record_copies[key][0]
+            launch.processes.append(ProcessRecords(only.identity, [only.file], list(only.records), only.bad_lines,
+                                                   [only.place(several)], []))
+            declared[key] = {str(r["file"]) for r in only.records if r["event"] == "nccl_reads_log"}
+            continue
         versions, note, _ = _reconcile(record_copies[key], several)
         if note is not None:
             launch.copies.append(note)
@@ -619,6 +626,12 @@ def no_cycle_collector() -> Iterator[None]:
         yield
     finally:
         if was:
+            if not gc.get_freeze_count():  # (objects someone else froze stay frozen)
+                # What was made meanwhile mostly lives on (the launch, the report): moved to the oldest
+                # generation at once (frozen, then thawed there), or the first young collection after this
+                # would walk it all again.
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

@@ -680,15 +680,17 @@ def read_record_file(path: Path, schema: Schema = RECORDS) -> tuple[list[dict[st
     return parse_records(data, path.name, schema)
 
 
-def read_file(path: Path, schema: Schema, budget: Budget) -> ParsedFile | Unreadable:
+def read_file(path: str | os.PathLike[str], schema: Schema, budget: Budget) -> ParsedFile | Unreadable:
     """One file of a launch directory, counted against the whole audit's budget; an Unreadable when not read."""
     budget.take("files", 1)
+    path = os.fspath(path)
+    name = os.path.basename(path)
     try:
-        data = read_regular_file(str(path), MAX_RECORD_FILE_BYTES, follow_symlinks=False)
+        data = read_regular_file(path, MAX_RECORD_FILE_BYTES, follow_symlinks=False)
     except UnreadableFile as exc:
-        return Unreadable(path.name, None, exc.reason)
+        return Unreadable(name, None, exc.reason)
     budget.take("bytes", len(data))
-    return parse_file(data, path.name, schema, budget=budget, unique=True)
+    return parse_file(data, name, schema, budget=budget, unique=True)
 
 
 def list_entries(directory: Path) -> list[os.DirEntry[str]]:

@@ -1,4 +1,5 @@
-"""Two rules of the reader that only its speed and memory see (issue 24 item 6), each checked on generated inputs:
+"""Rules of the reader that only its speed and memory see (issue 24 item 6), each checked on generated inputs
+or against a reference written here:
 
 - *One string per value in a file* (offline/audit/records.py, ``Schema.compact``): a cluster's audit holds
   millions of records, so the identity strings of one file's records (event, host, boot id, PID namespace,
@@ -6,11 +7,15 @@
   and however the processes of the file alternate; the values are the ones written.
 - *A launch is reconciled once* (offline/audit/read.py): reconciling is a function of the evidence, so
   merging one launch gives that launch, merging several gives what reconciling all their evidence gives,
-  and merging none gives an empty launch.
+  and merging none gives an empty launch; a process found in one place only is that copy as it is (its file,
+  its place, its bad lines, its records, no conflict), as the general reconciling gives it.
+- *The cycle collector does not walk the audit twice* (offline/audit/read.py, ``no_cycle_collector``): what was
+  made while it was paused is in the oldest generation afterwards, and the collector is as it was.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 from collections import defaultdict
 from dataclasses import replace
@@ -19,7 +24,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.offline.audit.read import merge, read_evidence, reconcile
+from sglang_eagle_nccl.offline.audit.read import merge, no_cycle_collector, read_evidence, reconcile, read_launches
 from sglang_eagle_nccl.offline.audit.records import RECORDS, Budget, parse_file
 from support.audit_records import rec, write_lines
 
@@ -90,3 +95,58 @@ def test_merging_one_launch_gives_it_and_merging_several_reconciles_all_their_ev
     assert len(both.run_dirs) == 2 and both.processes[0].places[0].endswith("a/proc-h-100.jsonl")
     empty = merge([])
     assert (empty.processes, empty.run_dirs, empty.meta) == ([], [], {})
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(100, 104), st.integers(0, 2), st.booleans()), min_size=1,
+                max_size=6, unique_by=lambda t: t[1]))
+def test_a_process_in_one_place_is_that_copy_as_it_is(tmp_path_factory, layout):
+    # (directory, pid, bad lines, declares a reads log) per process, each process in one place only
+    root = tmp_path_factory.mktemp("one-place")
+    dirs = [root / "a", root / "b"]
+    for d in dirs:
+        d.mkdir()
+    expected = {}
+    for where, pid, bad, declares in layout:
+        lines = [rec("process_role", pid, title="sglang::x"), *(["not json"] * bad)]
+        if declares:
+            lines.append(rec("nccl_reads_log", pid, file=f"nccl-reads-h-{pid}.jsonl"))
+            write_lines(dirs[where] / f"nccl-reads-h-{pid}.jsonl",
+                        [{"event": "reads_log", "time": 1.0, "host": "h", "boot_id": rec("x")["boot_id"],
+                          "pidns": rec("x")["pidns"], "pid": pid, "start": str(1000 + pid)}])
+        write_lines(dirs[where] / f"proc-h-{pid}.jsonl", lines)
+        expected[pid] = (where, bad, declares)
+    used = sorted({where for where, *_ in layout})
+    launch = read_launches([dirs[i] for i in used])
+    several = len(used) > 1
+    assert [p.pid for p in launch.processes] == sorted(expected)
+    for p in launch.processes:
+        where, bad, declares = expected[p.pid]
+        name = f"proc-h-{p.pid}.jsonl"
+        place = f"{dirs[where]}/{name}" if several else name
+        assert (p.files, p.places, p.conflicts, p.bad_lines) == ([name], [place], [], bad)
+        assert [r["event"] for r in p.records] == ["process_role", *(["nccl_reads_log"] if declares else [])]
+    # a reads log is judged only when its process declared it
+    assert sorted(k[3] for k in launch.reads) == sorted(pid for pid, (_, _, declares) in expected.items() if declares)
+    assert not launch.copies
+
+
+def test_what_is_made_while_the_collector_is_paused_is_old_afterwards():
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with no_cycle_collector():
+            assert not gc.isenabled()
+            made = [[i] for i in range(50)]
+            with no_cycle_collector():  # nested: the outer one decides
+                pass
+            assert not gc.isenabled()
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        old = {id(o) for o in gc.get_objects(generation=2)}
+        assert all(id(x) in old for x in made)
+        gc.disable()
+        with no_cycle_collector():
+            pass
+        assert not gc.isenabled()  # paused before: paused after
+    finally:
+        (gc.enable if was else gc.disable)()
