@@ -399,15 +399,19 @@ def _read_dir(run: Path, budget: Budget) -> _DirEvidence:
                 evidence.unreadable.append(got)
                 continue
             evidence.unreadable += got.bad
-            by_key: dict[Key, _Copy] = {}
-            for rec in got.records:
-                # identity_key of a valid record (its identity fields are strings and an int): no str() needed
-                key = _key_of(rec)
-                copy = by_key.get(key)
-                if copy is None:
-                    copy = by_key[key] = _Copy(directory, entry.name, _identity(rec), [], got.bad_lines)
-                copy.records.append(rec)
-            evidence.records += by_key.values()
+            # identity_key of a valid record (its identity fields are strings and an int): no str() needed
+            keys = list(map(_key_of, got.records))
+            if keys and keys.count(keys[0]) == len(keys):  # one process's file, as the writers write them
+                evidence.records.append(_Copy(directory, entry.name, _identity(got.records[0]), got.records,
+                                              got.bad_lines))
+            else:
+                by_key: dict[Key, _Copy] = {}
+                for key, rec in zip(keys, got.records, strict=True):
+                    copy = by_key.get(key)
+                    if copy is None:
+                        copy = by_key[key] = _Copy(directory, entry.name, _identity(rec), [], got.bad_lines)
+                    copy.records.append(rec)
+                evidence.records += by_key.values()
             _note_cut(evidence, got)
         elif is_reads_file_name(entry.name):
             got = read_file(entry.path, READS, budget)

@@ -24,7 +24,13 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle_nccl.offline.audit.read import merge, no_cycle_collector, read_evidence, reconcile, read_launches
+from sglang_eagle_nccl.offline.audit.read import (
+    merge,
+    no_cycle_collector,
+    read_evidence,
+    read_launches,
+    reconcile,
+)
 from sglang_eagle_nccl.offline.audit.records import RECORDS, Budget, parse_file
 from support.audit_records import rec, write_lines
 
@@ -150,3 +156,22 @@ def test_what_is_made_while_the_collector_is_paused_is_old_afterwards():
         assert not gc.isenabled()  # paused before: paused after
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@settings(max_examples=40, deadline=None)
+@given(files())
+def test_a_files_records_are_grouped_by_process_in_file_order(tmp_path_factory, records):
+    # A file of one process (as the writers write them) or of several interleaved (an old shared file): each
+    # process gets its own records in file order (a repeated line once), and the bad lines of the file are told to each.
+    run = tmp_path_factory.mktemp("grouped")
+    write_lines(run / "proc-h-100.jsonl", records)
+    launch = read_launches([run])
+    valid = [r for r in records if not isinstance(r.get("target", ""), int)]
+    expected: dict[int, list[dict]] = {}
+    seen: set[str] = set()
+    for r in valid:
+        if json.dumps(r) not in seen:  # a line that repeats an earlier one is one record
+            seen.add(json.dumps(r))
+            expected.setdefault(r["pid"], []).append(r)
+    assert {p.pid: p.records for p in launch.processes} == expected
+    assert {p.bad_lines for p in launch.processes} == {len(records) - len(valid)}
