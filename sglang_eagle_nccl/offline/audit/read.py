@@ -290,6 +290,13 @@ def _identity(record: dict[str, Any]) -> dict[str, Any]:
 _key_of = operator.itemgetter(*IDENTITY_FIELDS)
 
 
+# The fields of a read and of a tuner_init kept per process: required in their rows, so every valid line has them.
+_READ_FIELDS = ("name", "value", "source", "environment", "disagrees")
+_TUNER_FIELDS = ("abi", "nranks", "nnodes", "rules", "group", "comm_id")
+_read_values = operator.itemgetter(*_READ_FIELDS)
+_tuner_values = operator.itemgetter(*_TUNER_FIELDS)
+
+
 def _reads_of(name: str, records: list[dict[str, Any]], bad: list[Unreadable]) -> ProcessReads | None:
     """A reads log's valid lines as one process's reads; None (and why, in ``bad``) when it names no process."""
     if not records or records[0]["event"] != "reads_log":
@@ -308,9 +315,9 @@ def _reads_of(name: str, records: list[dict[str, Any]], bad: list[Unreadable]) -
         if event == "env_init":
             proc.env_init = rec
         elif event == "read":
-            proc.reads.append({k: rec.get(k) for k in ("name", "value", "source", "environment", "disagrees")})
+            proc.reads.append(dict(zip(_READ_FIELDS, _read_values(rec), strict=True)))
         elif event == "tuner_init":
-            proc.tuner_inits.append({k: rec.get(k) for k in ("abi", "nranks", "nnodes", "rules", "group", "comm_id")})
+            proc.tuner_inits.append(dict(zip(_TUNER_FIELDS, _tuner_values(rec), strict=True)))
         elif event == "counts":
             proc.counts = {(r["name"], r["value"], r["source"]): r["count"] for r in rec["reads"]}
             proc.unrecorded = rec["unrecorded"]
@@ -526,7 +533,7 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
     record_copies: dict[Key, list[_Copy]] = {}
     for d in dirs:
         for copy in d.records:
-            record_copies.setdefault(identity_key(copy.identity), []).append(copy)
+            record_copies.setdefault(_key_of(copy.identity), []).append(copy)  # a valid identity: see _read_dir
     declared: dict[Key, set[str]] = {}
     for key in sorted(record_copies, key=key_text):
         if len(record_copies[key]) == 1:
@@ -551,7 +558,7 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
     reads_copies: dict[tuple[Key, str], list[_Copy]] = {}
     for d in dirs:
         for copy in d.reads:
-            reads_copies.setdefault((identity_key(copy.identity), copy.file), []).append(copy)
+            reads_copies.setdefault((_key_of(copy.identity), copy.file), []).append(copy)
     for key, name in sorted(reads_copies, key=lambda kn: (key_text(kn[0]), kn[1])):
         copies = reads_copies[(key, name)]
         if key not in declared:

@@ -175,3 +175,12 @@ def test_a_files_records_are_grouped_by_process_in_file_order(tmp_path_factory, 
             expected.setdefault(r["pid"], []).append(r)
     assert {p.pid: p.records for p in launch.processes} == expected
     assert {p.bad_lines for p in launch.processes} == {len(records) - len(valid)}
+
+
+def test_the_fields_kept_per_read_are_required_in_their_rows():
+    # _reads_of takes them without a default: every valid line of the reads table has them.
+    from sglang_eagle_nccl.contract.events import READS_EVENTS
+    from sglang_eagle_nccl.offline.audit.read import _READ_FIELDS, _TUNER_FIELDS
+
+    assert set(_READ_FIELDS) <= set(READS_EVENTS["read"].required)
+    assert set(_TUNER_FIELDS) <= set(READS_EVENTS["tuner_init"].required)
