@@ -143,7 +143,15 @@ class ProcessRecords:
         return role
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        return [r for r in self.records if r.get("event") == name]
+        """The records of one event, in their order (a new list)."""
+        # The judge asks each process for half a dozen events: its records (never changed once read) are
+        # put by event once, not scanned once per question.
+        by_event = self.__dict__.get("_by_event")
+        if by_event is None:
+            by_event = self.__dict__["_by_event"] = {}
+            for r in self.records:
+                by_event.setdefault(r.get("event"), []).append(r)
+        return list(by_event.get(name, ()))
 
     def first(self, name: str) -> dict[str, Any] | None:
         found = self.events(name)

@@ -184,3 +184,16 @@ def test_the_fields_kept_per_read_are_required_in_their_rows():
 
     assert set(_READ_FIELDS) <= set(READS_EVENTS["read"].required)
     assert set(_TUNER_FIELDS) <= set(READS_EVENTS["tuner_init"].required)
+
+
+@settings(max_examples=40, deadline=None)
+@given(files(), st.lists(st.sampled_from([*sorted(KINDS), "process_start"]), max_size=6))
+def test_a_process_gives_the_records_of_an_event_in_their_order_however_often_asked(tmp_path_factory, records, asked):
+    run = tmp_path_factory.mktemp("events")
+    write_lines(run / "proc-h-100.jsonl", records)
+    for p in read_launches([run]).processes:
+        for name in asked:
+            got = p.events(name)
+            assert got == [r for r in p.records if r["event"] == name]
+            got.append({})  # a new list each time: what a caller does with it changes nothing
+            assert p.first(name) == next((r for r in p.records if r["event"] == name), None)
