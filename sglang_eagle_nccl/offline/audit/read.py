@@ -134,11 +134,12 @@ class ProcessRecords:
     def role(self) -> str:
         role = "process"
         for r in self.records:
-            if r.get("event") == "process_role":
+            event = r.get("event")
+            if event == "process_role":
                 role = r["title"].removeprefix("sglang::")
-            elif r.get("event") == "scheduler_start" and role in ("process", "child"):
+            elif event == "scheduler_start" and role in ("process", "child"):
                 role = "scheduler"
-            elif r.get("event") == "process_start" and role == "process":
+            elif event == "process_start" and role == "process":
                 role = r.get("role", role)
         return role
 
