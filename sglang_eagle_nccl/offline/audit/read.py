@@ -639,7 +639,8 @@ def merge(launches: Iterable[LaunchRecords]) -> LaunchRecords:
 def no_cycle_collector() -> Iterator[None]:
     """Python's cycle collector paused while an audit reads and judges: its records are millions of small
     dicts and lists that hold no cycles (reference counting frees them), and every collection would walk
-    them all again -- half the audit's time at 4,096 processes, and more the larger the launch."""
+    them all again -- half the audit's time at 4,096 processes, and more the larger the launch. When it
+    ends, what was made meanwhile is in the oldest generation (it is collected there like anything else)."""
     was = gc.isenabled()
     gc.disable()
     try:
