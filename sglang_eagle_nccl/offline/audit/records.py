@@ -398,8 +398,9 @@ class Schema:
     rows: Mapping[bytes, _FastRow] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rows", {name: (decode, name.decode(), self.fast_checks[name.decode()])
-                                          for name, decode in self.fast.items()})
+        # keyed by the event as bytes (found in the line), holding the table's own string of it
+        object.__setattr__(self, "rows", {event.encode(): (self.fast[event.encode()], event, checks)
+                                          for event, checks in self.fast_checks.items()})
 
     @classmethod
     def of(cls, common: Mapping[str, Any], table: Mapping[str, events.Event]) -> Schema:
