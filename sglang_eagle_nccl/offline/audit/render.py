@@ -46,6 +46,9 @@ def _comm_name(c: CommVerdict) -> str:
     return c.unique_name or c.group
 
 
+_NO_PROCESS = object()  # before the first communicator (any process key differs from it)
+
+
 class _ByMachine:
     """The report's processes, communicators, reads and EAGLE records grouped by machine once (a cluster's
     report has thousands of each: grouping per section would be quadratic)."""
@@ -57,7 +60,9 @@ class _ByMachine:
             self.procs.setdefault(p.machine, []).append(p)
             machine_of[p.process] = p.machine
         self.comms: dict[tuple[str, str, str], list[CommVerdict]] = {}
-        process, into = None, []  # a process's communicators come one after another: looked up once a run
+        # a process's communicators come one after another: the machine is looked up once per run of them
+        process: object = _NO_PROCESS
+        into: list[CommVerdict] = []
         for c in report.communicators:
             if c.process != process:
                 process = c.process
