@@ -77,8 +77,10 @@ def audit_cmd(directories: tuple[str, ...], nccl_debug_dir: str | None, verbose:
         report = load_report(paths, budget)
     except CannotJudge as exc:
         fail_input(f"cannot judge: {exc}", as_json=as_json)
-    with no_cycle_collector():  # the report as data: as many small objects again, none in a cycle
-        data = report.to_dict()
+    data: dict[str, object] = {}
+    if as_json:  # only --json prints the report as data
+        with no_cycle_collector():  # the report as data: as many small objects again, none in a cycle
+            data = report.to_dict()
     if collected is not None:
         data["collected"] = {"summary": collected.summary(), "dest": collected.dest, "cluster": collected.cluster,
                              "nodes": [{"node_id": n.node_id, "host": n.host, "files": len(n.files),

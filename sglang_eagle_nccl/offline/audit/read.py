@@ -134,16 +134,25 @@ class ProcessRecords:
     def role(self) -> str:
         role = "process"
         for r in self.records:
-            if r.get("event") == "process_role":
+            event = r.get("event")
+            if event == "process_role":
                 role = r["title"].removeprefix("sglang::")
-            elif r.get("event") == "scheduler_start" and role in ("process", "child"):
+            elif event == "scheduler_start" and role in ("process", "child"):
                 role = "scheduler"
-            elif r.get("event") == "process_start" and role == "process":
+            elif event == "process_start" and role == "process":
                 role = r.get("role", role)
         return role
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        return [r for r in self.records if r.get("event") == name]
+        """The records of one event, in their order (a new list)."""
+        # The judge asks each process for half a dozen events: its records (never changed once read) are
+        # put by event once, not scanned once per question.
+        by_event = self.__dict__.get("_by_event")
+        if by_event is None:
+            by_event = self.__dict__["_by_event"] = {}
+            for r in self.records:
+                by_event.setdefault(r.get("event"), []).append(r)
+        return list(by_event.get(name, ()))
 
     def first(self, name: str) -> dict[str, Any] | None:
         found = self.events(name)
@@ -290,6 +299,13 @@ def _identity(record: dict[str, Any]) -> dict[str, Any]:
 _key_of = operator.itemgetter(*IDENTITY_FIELDS)
 
 
+# The fields of a read and of a tuner_init kept per process: required in their rows, so every valid line has them.
+_READ_FIELDS = ("name", "value", "source", "environment", "disagrees")
+_TUNER_FIELDS = ("abi", "nranks", "nnodes", "rules", "group", "comm_id")
+_read_values = operator.itemgetter(*_READ_FIELDS)
+_tuner_values = operator.itemgetter(*_TUNER_FIELDS)
+
+
 def _reads_of(name: str, records: list[dict[str, Any]], bad: list[Unreadable]) -> ProcessReads | None:
     """A reads log's valid lines as one process's reads; None (and why, in ``bad``) when it names no process."""
     if not records or records[0]["event"] != "reads_log":
@@ -308,9 +324,9 @@ def _reads_of(name: str, records: list[dict[str, Any]], bad: list[Unreadable]) -
         if event == "env_init":
             proc.env_init = rec
         elif event == "read":
-            proc.reads.append({k: rec.get(k) for k in ("name", "value", "source", "environment", "disagrees")})
+            proc.reads.append(dict(zip(_READ_FIELDS, _read_values(rec), strict=True)))
         elif event == "tuner_init":
-            proc.tuner_inits.append({k: rec.get(k) for k in ("abi", "nranks", "nnodes", "rules", "group", "comm_id")})
+            proc.tuner_inits.append(dict(zip(_TUNER_FIELDS, _tuner_values(rec), strict=True)))
         elif event == "counts":
             proc.counts = {(r["name"], r["value"], r["source"]): r["count"] for r in rec["reads"]}
             proc.unrecorded = rec["unrecorded"]
@@ -394,23 +410,27 @@ def _read_dir(run: Path, budget: Budget) -> _DirEvidence:
     for entry in list_entries(run):
         if is_record_file_name(entry.name):
             evidence.record_files += 1
-            got = read_file(Path(entry.path), RECORDS, budget)
+            got = read_file(entry.path, RECORDS, budget)
             if isinstance(got, Unreadable):
                 evidence.unreadable.append(got)
                 continue
             evidence.unreadable += got.bad
-            by_key: dict[Key, _Copy] = {}
-            for rec in got.records:
-                # identity_key of a valid record (its identity fields are strings and an int): no str() needed
-                key = _key_of(rec)
-                copy = by_key.get(key)
-                if copy is None:
-                    copy = by_key[key] = _Copy(directory, entry.name, _identity(rec), [], got.bad_lines)
-                copy.records.append(rec)
-            evidence.records += by_key.values()
+            # identity_key of a valid record (its identity fields are strings and an int): no str() needed
+            keys = list(map(_key_of, got.records))
+            if keys and keys.count(keys[0]) == len(keys):  # one process's file, as the writers write them
+                evidence.records.append(_Copy(directory, entry.name, _identity(got.records[0]), got.records,
+                                              got.bad_lines))
+            else:
+                by_key: dict[Key, _Copy] = {}
+                for key, rec in zip(keys, got.records, strict=True):
+                    copy = by_key.get(key)
+                    if copy is None:
+                        copy = by_key[key] = _Copy(directory, entry.name, _identity(rec), [], got.bad_lines)
+                    copy.records.append(rec)
+                evidence.records += by_key.values()
             _note_cut(evidence, got)
         elif is_reads_file_name(entry.name):
-            got = read_file(Path(entry.path), READS, budget)
+            got = read_file(entry.path, READS, budget)
             if isinstance(got, Unreadable):
                 evidence.unreadable.append(got)
                 continue
@@ -522,9 +542,16 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
     record_copies: dict[Key, list[_Copy]] = {}
     for d in dirs:
         for copy in d.records:
-            record_copies.setdefault(identity_key(copy.identity), []).append(copy)
+            record_copies.setdefault(_key_of(copy.identity), []).append(copy)  # a valid identity: see _read_dir
     declared: dict[Key, set[str]] = {}
     for key in sorted(record_copies, key=key_text):
+        if len(record_copies[key]) == 1:
+            # The common case, one place: what the general way below gives for it, without its work.
+            only = record_copies[key][0]
+            launch.processes.append(ProcessRecords(only.identity, [only.file], list(only.records), only.bad_lines,
+                                                   [only.place(several)], []))
+            declared[key] = {str(r["file"]) for r in only.records if r["event"] == "nccl_reads_log"}
+            continue
         versions, note, _ = _reconcile(record_copies[key], several)
         if note is not None:
             launch.copies.append(note)
@@ -540,7 +567,7 @@ def reconcile(evidence: Iterable[_DirEvidence]) -> LaunchRecords:
     reads_copies: dict[tuple[Key, str], list[_Copy]] = {}
     for d in dirs:
         for copy in d.reads:
-            reads_copies.setdefault((identity_key(copy.identity), copy.file), []).append(copy)
+            reads_copies.setdefault((_key_of(copy.identity), copy.file), []).append(copy)
     for key, name in sorted(reads_copies, key=lambda kn: (key_text(kn[0]), kn[1])):
         copies = reads_copies[(key, name)]
         if key not in declared:
@@ -601,6 +628,10 @@ def read_evidence(run_dir: str | Path, budget: Budget) -> LaunchRecords:
 def merge(launches: Iterable[LaunchRecords]) -> LaunchRecords:
     """Several launch directories (one per node, however collected, or a shared one given twice) as one
     launch, by the rules of the module docstring (whatever the order they are given in)."""
+    launches = list(launches)
+    if len(launches) == 1:
+        # A launch is reconciled already, and reconciling is a function of the evidence: this one again.
+        return launches[0]
     return reconcile([ev for launch in launches for ev in launch.evidence])
 
 
@@ -608,13 +639,20 @@ def merge(launches: Iterable[LaunchRecords]) -> LaunchRecords:
 def no_cycle_collector() -> Iterator[None]:
     """Python's cycle collector paused while an audit reads and judges: its records are millions of small
     dicts and lists that hold no cycles (reference counting frees them), and every collection would walk
-    them all again -- half the audit's time at 4,096 processes, and more the larger the launch."""
+    them all again -- half the audit's time at 4,096 processes, and more the larger the launch. When it
+    ends, what was made meanwhile is in the oldest generation (it is collected there like anything else)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            if not gc.get_freeze_count():  # (objects someone else froze stay frozen)
+                # What was made meanwhile mostly lives on (the launch, the report): moved to the oldest
+                # generation at once (frozen, then thawed there), or the first young collection after this
+                # would walk it all again.
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

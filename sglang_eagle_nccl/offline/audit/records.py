@@ -347,8 +347,9 @@ _LONG_DIGITS = re.compile(rb"[0-9]{4300}")
 _MAX_BRACKETS = 400
 
 
-def _fast_record(raw: bytes, schema: Schema) -> dict[str, Any] | None:
-    """The record of a valid line through msgspec, or None: then the plain reader decides."""
+def _fast_record(raw: bytes, rows: Mapping[bytes, _FastRow]) -> dict[str, Any] | None:
+    """The record of a valid line through msgspec, or None: then the plain reader decides. Its event is the
+    table's own string (one object for every record of that event, as :meth:`Schema.compact` shares strings)."""
     if not raw.isascii() and _utf8(raw) is None:
         return None
     if len(raw) > 800 and (raw.count(b"[") + raw.count(b"{") > _MAX_BRACKETS
@@ -357,21 +358,26 @@ def _fast_record(raw: bytes, schema: Schema) -> dict[str, Any] | None:
     found = _EVENT.search(raw)
     if found is None:
         return None
-    decode = schema.fast.get(found.group(1))
-    if decode is None:
+    row = rows.get(found.group(1))
+    if row is None:
         return None
+    decode, event, checks = row
     try:
         record = decode(raw)
     except (_msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
         return None
-    event = record["event"]
-    if event.encode() != found.group(1):
+    if record["event"] != event:  # the guess was another "event" key (a duplicate): the last one counts
         return None
-    for key, check in schema.fast_checks[event]:
+    for key, check in checks:
         value = record.get(key, _MISSING)
         if value is not _MISSING and check(value) is not None:
             return None
+    record["event"] = event
     return record
+
+
+# One event's fast reading: its decoder, the event's name as the table spells it, and the checks after it.
+_FastRow = tuple[Callable[[bytes], Any], str, tuple[tuple[str, Check], ...]]
 
 
 @dataclass(frozen=True)
@@ -388,6 +394,13 @@ class Schema:
     fast_checks: Mapping[str, tuple[tuple[str, Check], ...]] = field(default_factory=dict)
     # the shared fields (_SHARED) every record of the table holds (its common fields)
     shared: tuple[str, ...] = ()
+    # per event (as bytes): fast and fast_checks in one lookup (_FastRow), made from them
+    rows: Mapping[bytes, _FastRow] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # keyed by the event as bytes (found in the line), holding the table's own string of it
+        object.__setattr__(self, "rows", {event.encode(): (self.fast[event.encode()], event, checks)
+                                          for event, checks in self.fast_checks.items()})
 
     @classmethod
     def of(cls, common: Mapping[str, Any], table: Mapping[str, events.Event]) -> Schema:
@@ -556,12 +569,18 @@ def _take_fast(out: ParsedFile, chunk: list[bytes], number: int, file: str, sche
     """The lines of a chunk: each valid record through msgspec, any other line the plain way (:func:`_take_line`)."""
     append = out.records.append
     share = strings.setdefault
-    keys = schema.shared
+    rows = schema.rows
+    # The identity strings of a file, shared (see Schema.compact; the event is the table's string already):
+    # the records of one file are one process's nearly always, so the strings of the record before serve.
+    keys = tuple(k for k in schema.shared if k != "event")
     # every record of the table holds these (common, required fields); itemgetter of one key gives no tuple
-    values = operator.itemgetter(*keys) if len(keys) > 1 else lambda record: (record[keys[0]],)
+    values = (operator.itemgetter(*keys) if len(keys) > 1 else (lambda record: (record[keys[0]],)) if keys
+              else None)
+    last: tuple[str, ...] = ()
+    same: dict[str, str] = {}
     for raw in chunk:
         number += 1
-        record = _fast_record(raw, schema) if raw[:1] == b"{" else None
+        record = _fast_record(raw, rows) if raw[:1] == b"{" else None
         if record is None:
             _take_line(out, raw, _utf8(raw), number, file, schema, seen, strings)
             continue
@@ -569,8 +588,12 @@ def _take_fast(out: ParsedFile, chunk: list[bytes], number: int, file: str, sche
             if raw in seen:
                 continue
             seen.add(raw)
-        got = values(record)  # the identity strings of a file, shared (see Schema.compact)
-        record.update(zip(keys, map(share, got, got), strict=True))
+        if values is not None:
+            got = values(record)
+            if got != last:
+                last = tuple(map(share, got, got))
+                same = dict(zip(keys, last, strict=True))
+            record.update(same)
         append(record)
 
 
@@ -658,15 +681,17 @@ def read_record_file(path: Path, schema: Schema = RECORDS) -> tuple[list[dict[st
     return parse_records(data, path.name, schema)
 
 
-def read_file(path: Path, schema: Schema, budget: Budget) -> ParsedFile | Unreadable:
+def read_file(path: str | os.PathLike[str], schema: Schema, budget: Budget) -> ParsedFile | Unreadable:
     """One file of a launch directory, counted against the whole audit's budget; an Unreadable when not read."""
     budget.take("files", 1)
+    path = os.fspath(path)
+    name = os.path.basename(path)
     try:
-        data = read_regular_file(str(path), MAX_RECORD_FILE_BYTES, follow_symlinks=False)
+        data = read_regular_file(path, MAX_RECORD_FILE_BYTES, follow_symlinks=False)
     except UnreadableFile as exc:
-        return Unreadable(path.name, None, exc.reason)
+        return Unreadable(name, None, exc.reason)
     budget.take("bytes", len(data))
-    return parse_file(data, path.name, schema, budget=budget, unique=True)
+    return parse_file(data, name, schema, budget=budget, unique=True)
 
 
 def list_entries(directory: Path) -> list[os.DirEntry[str]]:

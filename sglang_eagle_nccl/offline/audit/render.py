@@ -46,6 +46,9 @@ def _comm_name(c: CommVerdict) -> str:
     return c.unique_name or c.group
 
 
+_NO_PROCESS = object()  # before the first communicator (any process key differs from it)
+
+
 class _ByMachine:
     """The report's processes, communicators, reads and EAGLE records grouped by machine once (a cluster's
     report has thousands of each: grouping per section would be quadratic)."""
@@ -57,8 +60,14 @@ class _ByMachine:
             self.procs.setdefault(p.machine, []).append(p)
             machine_of[p.process] = p.machine
         self.comms: dict[tuple[str, str, str], list[CommVerdict]] = {}
+        # a process's communicators come one after another: the machine is looked up once per run of them
+        process: object = _NO_PROCESS
+        into: list[CommVerdict] = []
         for c in report.communicators:
-            self.comms.setdefault(machine_of.get(c.process, ("", "", "")), []).append(c)
+            if c.process != process:
+                process = c.process
+                into = self.comms.setdefault(machine_of.get(process, ("", "", "")), [])
+            into.append(c)
         self.reads: dict[tuple[str, str, str], list[dict]] = {}
         for key, r in report.nccl_reads.items():
             self.reads.setdefault(machine_of.get(r.get("process", key), ("", "", "")), []).append(r)
@@ -100,12 +109,11 @@ def _compact_host(report: Report, machine: tuple[str, str, str], grouped: _ByMac
                      f"verify on {', '.join(verify) or 'unknown'}")
     else:
         lines.append("  EAGLE groups   – no EAGLE worker")
-    for p in sorted(procs, key=lambda x: (x.role, x.pid)):
-        if p.verdict in ("fail", "warn"):
-            lines.append(f"    {MARK[p.verdict]} {p.role} pid {p.pid}: " + "; ".join(p.notes))
-    for c in sorted(comms, key=lambda x: (x.pid, x.group, x.kind)):
-        if c.verdict in ("fail", "warn"):
-            lines.append(f"    {MARK[c.verdict]} {c.role} pid {c.pid} {c.kind} {_comm_name(c)}: " + "; ".join(c.notes))
+    # only the ✗ and ⚠ ones are listed: picked before sorting (a machine has a hundred communicators)
+    for p in sorted((p for p in procs if p.verdict in ("fail", "warn")), key=lambda x: (x.role, x.pid)):
+        lines.append(f"    {MARK[p.verdict]} {p.role} pid {p.pid}: " + "; ".join(p.notes))
+    for c in sorted((c for c in comms if c.verdict in ("fail", "warn")), key=lambda x: (x.pid, x.group, x.kind)):
+        lines.append(f"    {MARK[c.verdict]} {c.role} pid {c.pid} {c.kind} {_comm_name(c)}: " + "; ".join(c.notes))
     return lines
 
 
@@ -266,15 +274,15 @@ def _all_ok(machine: tuple[str, str, str], grouped: _ByMachine) -> bool:
 def _folded_hosts(report: Report, machines: list[tuple[str, str, str]], grouped: _ByMachine) -> list[str]:
     """The default view's machine sections: all-✓ machines with the same four lines as one section with their
     count (at the place of the first of them), every other machine on its own."""
-    blocks = [(m, _compact_host(report, m, grouped)) for m in machines]
+    blocks = [(m, _compact_host(report, m, grouped), _all_ok(m, grouped)) for m in machines]
     alike: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
-    for machine, block in blocks:
-        if _all_ok(machine, grouped):
+    for machine, block, ok in blocks:
+        if ok:
             alike.setdefault(tuple(block[1:]), []).append(machine)
     lines: list[str] = []
     shown: set[tuple[str, ...]] = set()
-    for machine, block in blocks:
-        same = alike.get(tuple(block[1:]), []) if _all_ok(machine, grouped) else []
+    for _machine, block, ok in blocks:
+        same = alike.get(tuple(block[1:]), []) if ok else []
         if len(same) < FOLD_AT:
             lines += block + [""]
             continue
