@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 
 from sglang_eagle_nccl.cli.main import main
 from sglang_eagle_nccl.offline.audit.judge import load_report
+from sglang_eagle_nccl.offline.audit.read import merge, read_evidence
+from sglang_eagle_nccl.offline.audit.records import Budget
 from support.audit_records import reads_header, reads_line, rec
 
 GOOD = {"NCCL_PROTO": "LL"}
@@ -326,6 +328,40 @@ def test_a_cut_last_line_is_listed_and_changes_no_mark(tmp_path):
     cut = cuts[f"proc-{stem(launch.procs[0])}.jsonl"]
     assert cut.process is not None and cut.process.endswith("/100/1100") and not cut.whole_record
     assert cut.offset == len((a / cut.file).read_bytes()) - cut.size
+
+
+def test_a_cut_line_in_one_of_several_directories_names_that_directory(tmp_path):
+    # Rule 5 with several directories: the listing says where the cut copy lies (one directory: no name).
+    for holder in (0, 1):
+        launch, dirs = _one(tmp_path / str(holder), cut=True, reads=None, declared=False, full_dirs=[holder])
+        for order in (dirs, dirs[::-1]):
+            (cut,) = load_report(order).cut_lines
+            assert (cut.directory, cut.file) == (str(dirs[holder]), f"proc-{stem(launch.procs[0])}.jsonl")
+        (alone,) = load_report([dirs[holder]]).cut_lines
+        assert alone.directory == ""
+
+
+def test_one_directory_merged_twice_by_two_paths_is_read_once_and_named_by_the_shorter(tmp_path):
+    # Rule 2 through merge(): evidence read separately (one read per node, however gathered) that is one
+    # directory seen by two paths counts once, named the same way whatever the order.
+    _, (a, _) = _one(tmp_path / "x", reads=["ok", "fail"])
+    longer = tmp_path / "a-longer-name-for-the-same-directory"
+    longer.symlink_to(a, target_is_directory=True)
+    once = merge([read_evidence(a, Budget())])
+    for order in ([a, longer], [longer, a]):
+        both = merge([read_evidence(p, Budget()) for p in order])
+        assert both.run_dirs == [str(a)] and len(both.evidence) == 1
+        assert [p.key for p in both.processes] == [p.key for p in once.processes]
+        assert both.copies == once.copies == []
+
+
+def test_record_files_that_hold_no_record_cannot_be_judged(tmp_path):
+    # Exit 2, never a verdict: the files are there and not one record could be read (empty: nothing to list).
+    launch, (a, _) = _one(tmp_path, reads=None, declared=False)
+    (a / f"proc-{stem(launch.procs[0])}.jsonl").write_text("")
+    result = CliRunner().invoke(main, ["audit", str(a)])
+    assert result.exit_code == 2, result.output
+    assert f"no valid audit record could be read in {a}" in result.output
 
 
 def test_copies_that_disagree_are_listed_with_both_places_and_judged_each(tmp_path):
