@@ -172,3 +172,33 @@ def test_the_fast_reader_reads_every_valid_record_itself(schema, common, table):
         plain = parse_file(line, "f.jsonl", replace(schema, fast={}, fast_checks={})).records
         assert plain == [record] and plain[0]["event"] is not own, name
     assert sorted(schema.fast_checks) == sorted(table)  # every event has its fast decoder
+
+
+def _wrong(field_type):
+    """A value of the wrong type for a (non-"any") field type."""
+    return "s" if field_type in ("int", "bool", "num") else 5 if field_type == "str" else 5
+
+
+@pytest.mark.parametrize("schema, common, table", [(RECORDS, events.COMMON, events.EVENTS),
+                                                   (READS, events.READS_COMMON, events.READS_EVENTS)],
+                         ids=["records", "reads"])
+def test_a_wrong_value_inside_every_optional_list_and_map_field_is_refused_by_both(schema, common, table):
+    # Every field that holds values of one type (an opt's, a list's items, a map's values): a record whose
+    # value there has another type is a bad line in both readers -- msgspec's types must say what the
+    # plain reader's checks say, for each kind (the generated lines above reach only some of them).
+    assert schema.fast, "msgspec is not installed: pip install -e '.[test]' (the test extra brings it)"
+    plain = replace(schema, fast={}, fast_checks={})
+    tried = set()
+    for name, row in table.items():
+        for key, field_type in {**common, **row.required, **row.optional}.items():
+            if not (isinstance(field_type, tuple) and field_type[0] in ("opt", "list", "map")
+                    and isinstance(field_type[1], str) and field_type[1] != "any"):
+                continue
+            record = {k: _some(t) for k, t in {**common, **row.required}.items()} | {"event": name}
+            inner = _wrong(field_type[1])
+            record[key] = {"opt": inner, "list": [inner], "map": {"k": inner}}[field_type[0]]
+            line = json.dumps(record).encode() + b"\n"
+            _same(schema, plain, line)
+            assert parse_file(line, "f.jsonl", schema).bad_lines == 1, (name, key, record[key])
+            tried.add(field_type[0])
+    assert tried >= {"opt", "map"} if schema is RECORDS else tried, tried
