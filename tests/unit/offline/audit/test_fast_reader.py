@@ -202,3 +202,15 @@ def test_a_wrong_value_inside_every_optional_list_and_map_field_is_refused_by_bo
             assert parse_file(line, "f.jsonl", schema).bad_lines == 1, (name, key, record[key])
             tried.add(field_type[0])
     assert tried >= {"opt", "map"} if schema is RECORDS else tried, tried
+
+
+@pytest.mark.parametrize("schema", [RECORDS, replace(RECORDS, fast={}, fast_checks={})], ids=["fast", "plain"])
+def test_a_record_after_the_listed_bad_lines_is_still_read(schema):
+    # Past the listed bad lines only their count matters (junk is no longer parsed), never a record's reading.
+    record = {k: _some(t) for k, t in {**events.COMMON, **events.EVENTS["audit_error"].required}.items()}
+    record["event"] = "audit_error"
+    junk = [b"x", b" {", b"[1]", b"{}"] * (records.LISTED_PER_FILE // 2 + 2)
+    data = b"\n".join([*junk, json.dumps(record).encode(), b" " + json.dumps(record).encode(), b"y"]) + b"\n"
+    got = parse_file(data, "f.jsonl", schema)
+    assert got.records == [record, record]
+    assert got.bad_lines == len(junk) + 1 and len(got.bad) == records.LISTED_PER_FILE + 1  # "... and N more"

@@ -355,6 +355,21 @@ def test_one_directory_merged_twice_by_two_paths_is_read_once_and_named_by_the_s
         assert both.copies == once.copies == []
 
 
+def test_a_reads_log_whose_process_left_no_records_never_hides_the_next_one(tmp_path):
+    # Rule 4: a reads log without its process's records is listed as not judged, and every other reads log
+    # is still judged -- whichever of the two comes first.
+    base = dict(machine=0, start_ok=True, comms=[True], declared=True, full_dirs=[0], prefixes=[], conflict=None,
+                reads_dirs=[0], reads_prefixes=[], reads_conflict=None, stray=None, duplicate_line=False, cut=False)
+    for orphan_pid, failing_pid in ((100, 200), (200, 100)):
+        procs = [Proc(pid=orphan_pid, reads=["ok"], **base), Proc(pid=failing_pid, reads=["fail"], **base)]
+        launch = Launch(1, procs)
+        (d,) = lay_out(launch, tmp_path / str(orphan_pid))
+        (d / f"proc-{stem(procs[0])}.jsonl").unlink()
+        report = load_report([d])
+        assert report.verdict == "fail", (orphan_pid, report.problems)
+        assert [u.file for u in report.unreadable if "left no audit records" in u.text()] == [reads_name(procs[0])]
+
+
 def test_record_files_that_hold_no_record_cannot_be_judged(tmp_path):
     # Exit 2, never a verdict: the files are there and not one record could be read (empty: nothing to list).
     launch, (a, _) = _one(tmp_path, reads=None, declared=False)
