@@ -27,6 +27,12 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.
 TEXT = st.text(max_size=8) | st.sampled_from(["\ud800", "é", "\x00", '"event": "read"', "\U0001f600"])
 
 
+# Each test over both tables: the audit records' and NCCL's reads logs'.
+BOTH_TABLES = pytest.mark.parametrize("schema, common, table", [(RECORDS, events.COMMON, events.EVENTS),
+                                                               (READS, events.READS_COMMON, events.READS_EVENTS)],
+                                      ids=["records", "reads"])
+
+
 def values(field_type):
     if field_type == "any":
         return JSON
@@ -93,9 +99,7 @@ def test_the_fast_reader_is_on_where_msgspec_is_installed():
     assert records.FAST and RECORDS.fast and READS.fast
 
 
-@pytest.mark.parametrize("schema, common, table", [(RECORDS, events.COMMON, events.EVENTS),
-                                                   (READS, events.READS_COMMON, events.READS_EVENTS)],
-                         ids=["records", "reads"])
+@BOTH_TABLES
 def test_the_fast_reader_reads_what_the_plain_reader_reads(schema, common, table):
     # msgspec is in the test extra: without it this test would prove nothing, so it fails rather than skips.
     assert schema.fast, "msgspec is not installed: pip install -e '.[test]' (the test extra brings it)"
@@ -123,9 +127,7 @@ def test_what_msgspec_would_skip_and_the_json_module_refuses_is_refused_by_both(
     assert parse_file(line, "f.jsonl", RECORDS).bad_lines == 1
 
 
-@pytest.mark.parametrize("schema, common, table", [(RECORDS, events.COMMON, events.EVENTS),
-                                                   (READS, events.READS_COMMON, events.READS_EVENTS)],
-                         ids=["records", "reads"])
+@BOTH_TABLES
 def test_a_table_compiled_now_reads_every_line_as_the_one_compiled_at_import(schema, common, table):
     # The reader's tables are compiled once, at import; compiled again here (the same code, run now) they
     # must give the same fast decoders, the same fields checked in full after them, and the same reading
@@ -156,9 +158,7 @@ def _some(field_type):
             else {k: _some(t) for k, t in field_type[1].items()})
 
 
-@pytest.mark.parametrize("schema, common, table", [(RECORDS, events.COMMON, events.EVENTS),
-                                                   (READS, events.READS_COMMON, events.READS_EVENTS)],
-                         ids=["records", "reads"])
+@BOTH_TABLES
 def test_the_fast_reader_reads_every_valid_record_itself(schema, common, table):
     # A line the plain reader would take the same way is not proof that msgspec read it: a fast record's
     # event is the table's own string (the plain reader's is the one decoded from the line).
@@ -179,9 +179,7 @@ def _wrong(field_type):
     return "s" if field_type in ("int", "bool", "num") else 5 if field_type == "str" else 5
 
 
-@pytest.mark.parametrize("schema, common, table", [(RECORDS, events.COMMON, events.EVENTS),
-                                                   (READS, events.READS_COMMON, events.READS_EVENTS)],
-                         ids=["records", "reads"])
+@BOTH_TABLES
 def test_a_wrong_value_inside_every_optional_list_and_map_field_is_refused_by_both(schema, common, table):
     # Every field that holds values of one type (an opt's, a list's items, a map's values): a record whose
     # value there has another type is a bad line in both readers -- msgspec's types must say what the
