@@ -32,6 +32,7 @@ matrix/, keyed by the wheel and a digest of the manifests and the analysing code
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import re
@@ -153,6 +154,18 @@ class SharedModules:
 # --- one release -----------------------------------------------------------------------------------
 
 
+def parsed_by(tree: callgraph.SourceTree, module: str):
+    """``ast.parse`` for the hook check, answered by the call graph's own parse of ``module`` (the very
+    text the check reads: both come from one reader) instead of a second parse of the same file."""
+    def parse(text: str):
+        loaded = tree.module(module)
+        if loaded is not None and tree._read(loaded.path) == text:
+            return loaded.tree
+        return ast.parse(text)
+
+    return parse
+
+
 def check_reliance(tree: callgraph.SourceTree, hook, reliance, names: list[str]) -> dict:
     """One stated behaviour on one release: held (with the path that proves it) or failed (with the reason)."""
     return proof.prove(tree, hook.target, reliance,
@@ -203,7 +216,7 @@ def check_source(version: str, read, names: list[str], sets, shared: SharedModul
         if not hook.is_sglang:
             rows.append({**row, "status": "external"})
             continue
-        check = patchsets.check_hook_with_reader(read, hook)
+        check = patchsets.check_hook_with_reader(read, hook, parse=parsed_by(tree, hook.module))
         row.update(file=check.file, line=check.line)
         if not check.ok:
             rows.append({**row, "status": "missing", "reason": check.reason})

@@ -456,13 +456,17 @@ def _find_in_body(body: Iterable[Any], name: str, *, want_class: bool = False) -
     return found
 
 
-def check_source(source: str, target: str, params: Sequence[str], file: str | None = None) -> TargetCheck:
-    """Does ``module_source`` define the ``qualname`` part of ``target`` with ``params``?"""
+def check_source(source: str, target: str, params: Sequence[str], file: str | None = None, *,
+                 parse: Callable[[str], Any] | None = None) -> TargetCheck:
+    """Does ``module_source`` define the ``qualname`` part of ``target`` with ``params``?
+
+    ``parse`` turns the source into its ``ast.Module`` (``ast.parse``; the compatibility matrix passes
+    the module its call graph already parsed, since parsing is most of its time)."""
     import ast
 
     qualname = target.split(":", 1)[1]
     try:
-        tree = ast.parse(source)
+        tree = (parse or ast.parse)(source)
     except SyntaxError as exc:
         return TargetCheck(target, False, f"source does not parse: {exc}", file=file)
     body: Iterable[Any] = tree.body
@@ -493,12 +497,13 @@ def module_candidates(module: str) -> tuple[str, str]:
     return (base + ".py", base + "/__init__.py")
 
 
-def check_hook_with_reader(read: Callable[[str], str | None], hook: Hook) -> TargetCheck:
+def check_hook_with_reader(read: Callable[[str], str | None], hook: Hook, *,
+                           parse: Callable[[str], Any] | None = None) -> TargetCheck:
     """Check ``hook`` against sources obtained through ``read(relative_path)`` (a directory or a wheel)."""
     for rel in module_candidates(hook.module):
         text = read(rel)
         if text is not None:
-            return check_source(text, hook.target, hook.params, rel)
+            return check_source(text, hook.target, hook.params, rel, parse=parse)
     return TargetCheck(hook.target, False, f"module {hook.module} not found")
 
 
