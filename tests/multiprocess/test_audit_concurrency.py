@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 
 from sglang_eagle_nccl.contract.launch_dir import new_launch_dir
 from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
+from support.jsonl import read_jsonl
 
 RECORDS = 300
 
@@ -31,10 +31,7 @@ def test_sixteen_writers_lose_nothing(tmp_path):
     assert len(files) == 16
     seen = set()
     for f in files:
-        for line in f.read_text().splitlines():
-            if not line.strip():
-                continue  # padding that keeps the next record inside one page (audit_writer.py); the reader skips it
-            rec = json.loads(line)  # an interleaved line would not parse
+        for rec in read_jsonl(f):  # an interleaved line would not parse
             seen.add((rec["writer"], rec["seq"]))
     assert len(seen) == 16 * RECORDS
 
@@ -50,7 +47,6 @@ def test_two_launches_sharing_a_root_never_mix(tmp_path):
         assert p.exitcode == 0
     for d, writers in ((a, {0, 1}), (b, {2, 3})):
         found = {
-            json.loads(line)["writer"] for f in d.glob("proc-*.jsonl") for line in f.read_text().splitlines()
-            if line.strip()  # page padding, skipped as the reader does
+            r["writer"] for f in d.glob("proc-*.jsonl") for r in read_jsonl(f)
         }
         assert found == writers

@@ -4,7 +4,6 @@ and the reads log it writes."""
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import stat
 import threading
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sglang_eagle_nccl.contract.launch_dir import open_record_file
+from support.jsonl import read_jsonl
 
 ENV_ABIS = [1, 2]
 NAME = "NCCL_SOCKET_IFNAME"
@@ -55,7 +55,7 @@ def reads_log(lib, tmp_path) -> Path:
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    return read_jsonl(path)
 
 
 def reads(path: Path) -> list[dict]:

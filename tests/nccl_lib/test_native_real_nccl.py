@@ -25,6 +25,7 @@ import pytest
 
 from sglang_eagle_nccl.knowledge.nccl.debug_log import parse_dir
 from sglang_eagle_nccl.native import build, library
+from support.jsonl import read_jsonl
 
 pytestmark = pytest.mark.nccl_lib
 
@@ -88,7 +89,7 @@ def run_probe(libnccl: Path, plugin: Path, tmp_path: Path, mode: str) -> tuple[d
 
 
 def check_reads(reads_log: Path, abi: str) -> list[dict]:
-    records = [json.loads(line) for line in reads_log.read_text().splitlines()]
+    records = read_jsonl(reads_log)
     init = records[0]
     assert (init["event"], init["abi"], init["nccl_version"]) == ("env_init", abi, NCCL_VERSION)
     ifname = [r for r in records if r["event"] == "read" and r["name"] == "NCCL_SOCKET_IFNAME"]

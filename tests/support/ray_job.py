@@ -3,10 +3,10 @@ environment, and the group probe's records."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from support import sglang_cpu_run as run
+from support.jsonl import read_jsonl
 from support.ray_cluster import clean_environ
 
 PROBE_PATH = Path(__file__).resolve().parents[1] / "probes" / "ray_probe"
@@ -33,7 +33,6 @@ def probe_records(probe_dir: Path) -> dict[int, list[dict]]:
     """pid -> the group probe's records of that process."""
     out: dict[int, list[dict]] = {}
     for path in sorted(probe_dir.glob("probe-*.jsonl")):
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
+        for record in read_jsonl(path):
             out.setdefault(record["pid"], []).append(record)
     return out

@@ -10,7 +10,6 @@ values a GPU run records (``torch_comm="lazy-nccl"``, PyNccl ``available=True`` 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from sglang_eagle_nccl.contract.jsonlight import dumps
 from sglang_eagle_nccl.inproc.boot import audit_writer
 from sglang_eagle_nccl.offline.audit.records import READS, record_problem
 from support.audit_records import ident
+from support.jsonl import read_jsonl
 
 Event = tuple[str, Mapping[str, Any]]
 
@@ -63,12 +63,8 @@ def write_process(
         finally:
             writer.close()
     path = os.path.join(run_dir, launch_dir.process_file_name(ident(pid, **(machine or {}))))
-    with open(path, encoding="utf-8") as lines:
-        for line in lines:
-            if not line.strip():
-                continue  # page padding (inproc/boot/audit_writer.py), skipped as the reader does
-            record = json.loads(line)
-            assert record_problem(record) is None, (record_problem(record), record)
+    for record in read_jsonl(path):
+        assert record_problem(record) is None, (record_problem(record), record)
 
 
 def write_reads_log(

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from support.jsonl import read_jsonl
+
 PROBE = textwrap.dedent(
     """
     import json, multiprocessing as mp, os, sys
@@ -146,7 +148,7 @@ def test_processes_of_an_env_launch_join_its_directory(venv_python, tmp_path):
     assert out["parent"]["state"]["role"] == "child" and out["child"]["state"]["role"] == "child"
     starts = {}
     for f in launch.glob("proc-*.jsonl"):
-        first = json.loads(f.read_text().splitlines()[0])
+        first = read_jsonl(f)[0]
         assert first["event"] == "process_start"
         starts[first["pid"]] = first
     assert {out["parent"]["pid"], out["child"]["pid"]} <= set(starts)

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from support.jsonl import read_jsonl
+
 HOSTILE = "x\u202ey\x1b[2J\x07\x7f\x9b\u2066\u061c\u200e\u200b\ufeffz"
 ESCAPED = "\\u202e"  # how the first bidi control of HOSTILE shows, once escaped
 UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs"}
@@ -126,7 +128,7 @@ def test_audit_of_a_launch_with_a_hostile_host_record(world):
     (run_dir,) = [p for p in root.iterdir() if p.is_dir()]
     # A record of a second machine whose host name is hostile: a copied or tampered launch directory.
     (proc,) = [p for p in run_dir.iterdir() if p.name.startswith("proc-")]
-    lines = [json.loads(line) for line in proc.read_text().splitlines() if line.strip()]
+    lines = read_jsonl(proc)
     for record in lines:
         record["host"] = HOSTILE
         record["pid"] = record.get("pid", 1) + 1

@@ -27,6 +27,7 @@ import pytest
 from sglang_eagle_nccl.contract.names import is_enabled
 from sglang_eagle_nccl.inproc.boot.state import ENV_TEST_FAULT
 from sglang_eagle_nccl.inproc.refusal import DOORS, FAULT_STEPS
+from support.jsonl import read_jsonl
 
 PROBE = Path(__file__).resolve().parents[2] / "probes" / "import_order_probe.py"
 CLI = Path(sys.executable).parent / "sglang-eagle-nccl"
@@ -74,7 +75,7 @@ def handed_off(tmp_path: Path) -> tuple[dict[str, str], Path]:
 def refused_records(launch: Path, pid: int) -> list[dict]:
     found = []
     for path in launch.glob(f"proc-*-{pid}.jsonl"):
-        found += [json.loads(line) for line in path.read_text().splitlines() if '"refused"' in line]
+        found += read_jsonl(path)
     return [r for r in found if r["event"] == "refused"]
 
 

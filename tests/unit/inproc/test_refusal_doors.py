@@ -20,6 +20,7 @@ from sglang_eagle_nccl.inproc.boot import environ, import_trigger
 from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
 from sglang_eagle_nccl.inproc.refusal import DOORS, RefusedError, message_of, refuse, stop, summary_line
 from support.inproc import fresh_process
+from support.jsonl import read_jsonl
 
 SERVER_CLI = ["python", "-m", "sglang.launch_server", "--model-path", "m"]
 
@@ -154,7 +155,7 @@ def test_a_second_refusal_takes_only_the_doors_action_and_withdraws_what_came_si
     assert info.value.code == 2 and "NCCL_ALGO" not in os.environ and proc.refused == "first"
     err = capsys.readouterr().err
     assert err.count("not applied") == 1 and err.splitlines()[-1] == "[sglang-eagle-nccl] first"
-    records = [json.loads(line) for line in open(proc.audit.file_path).read().splitlines()]
+    records = read_jsonl(proc.audit.file_path)
     assert [(r["event"], r["door"]) for r in records] == [("refused", "interpreter_start")]
 
 

@@ -5,7 +5,6 @@ here, whatever the flush points, the order of the lines, a duplicated file or a 
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from collections import Counter
@@ -19,6 +18,7 @@ from sglang_eagle_nccl.contract.launch_dir import file_stem, identity
 from sglang_eagle_nccl.inproc.evidence.ledger import Ledger
 from sglang_eagle_nccl.offline.audit.ledger_join import summarize
 from sglang_eagle_nccl.offline.audit.ledger_read import LaunchLedger, parse_lines, read_ledger
+from support.jsonl import read_jsonl
 
 PHASES = ["target verify", "decode", "extend", "draft extend"]
 collective = st.tuples(st.sampled_from(["all_reduce", "all_gather"]), st.sampled_from(["tp:0", "attn_tp:0"]),
@@ -186,7 +186,7 @@ def test_the_models_are_written_once_each_time_they_change(run_dir: str) -> None
     ledger.models["draft"] = {"layers": 1, "hidden": 64}
     assert ledger.flush()
     path = os.path.join(run_dir, contract.file_name(file_stem()))
-    lines = [json.loads(x) for x in open(path).read().splitlines()]
+    lines = read_jsonl(path)
     heads = [x for x in lines if x["kind"] == "process"]
     assert [x.get("models") for x in heads] == [None, {"target": {"layers": 2, "hidden": 64}},
                                                 {"target": {"layers": 2, "hidden": 64},

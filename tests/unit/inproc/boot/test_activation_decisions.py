@@ -25,6 +25,7 @@ from sglang_eagle_nccl.inproc.boot import activation
 from sglang_eagle_nccl.inproc.boot.state import STATE
 from sglang_eagle_nccl.profile.resolve import resolve
 from support.inproc import native_library, process_with_library
+from support.jsonl import read_jsonl
 
 OURS = native_location.LIBRARY_FILE
 RULES = [{"collective": "AllReduce", "bytes": [0, 524288], "algorithm": "Ring", "protocol": "LL"}]
@@ -257,7 +258,7 @@ def test_apply_writes_the_profile_marks_the_root_and_signs_the_hand_off(proc, tm
     assert decoded.trusted and decoded.run_dir == run and decoded.data["env"]["NCCL_ALGO"] == "Ring"
     assert STATE.expected_env == plan.desired and STATE.saved_before["NCCL_ALGO"] == "Tree"
     assert STATE.saved_before["NCCL_PROTO"] is None
-    (record,) = [json.loads(x) for x in open(STATE.audit.file_path)]
+    (record,) = read_jsonl(STATE.audit.file_path)
     assert record["event"] == "process_start" and record["role"] == "launcher" and record["origin"] == "test"
     assert record["expected_env"] == plan.desired and record["env"]["NCCL_ALGO"] == "Ring"
     changed = {c["name"]: c for c in record["applied"]["changed"]}
@@ -365,7 +366,7 @@ def test_reconfigure_moves_to_the_new_profile_and_gives_back_what_it_no_longer_s
     assert os.environ["NCCL_ENV_PLUGIN"] == plan.desired["NCCL_ENV_PLUGIN"]
     assert STATE.expected_env["NCCL_PROTO"] == "Simple" and "NCCL_ALGO" not in STATE.expected_env
     assert os.environ[names.ENV_PROFILE] != old_wire  # the root re-signed what children inherit
-    records = [json.loads(x) for x in open(STATE.audit.file_path)]
+    records = read_jsonl(STATE.audit.file_path)
     changed = records[-1]
     assert changed["event"] == "profile_changed" and changed["reason"] == "launch flags"
     assert {"name": "NCCL_ALGO", "before": "Ring", "after": None} in changed["changes"]
@@ -403,7 +404,7 @@ def test_joining_the_launch_writes_values_that_wait_for_it(proc, tmp_path):
     activation.join_launch(run)
     assert os.environ["NCCL_DEBUG_FILE"] == f"{run}/nccl.%h.%p.log" and STATE.run_dir == run
     assert handoff.decode(os.environ[names.ENV_PROFILE], validate=lambda d: None).run_dir == run
-    records = [json.loads(x) for x in open(STATE.audit.file_path)]
+    records = read_jsonl(STATE.audit.file_path)
     # The library gets the new expectation, and NCCL's reads log is created in the launch now known.
     assert [r["event"] for r in records] == ["process_start", "nccl_reads_log", "profile_changed"]
     assert records[2]["reason"] == "the launch directory was opened"
@@ -416,7 +417,7 @@ def test_joining_the_launch_with_nothing_waiting_only_re_signs(proc, tmp_path):
     run = open_launch(str(tmp_path), {}, required=True)
     activation.join_launch(run)
     assert handoff.decode(os.environ[names.ENV_PROFILE], validate=lambda d: None).run_dir == run
-    records = [json.loads(x) for x in open(STATE.audit.file_path)]
+    records = read_jsonl(STATE.audit.file_path)
     # Kept in memory until the launch was joined; NCCL's reads log is created there now.
     assert [r["event"] for r in records] == ["process_start", "nccl_reads_log"]
     with open(STATE.reads_log) as log:

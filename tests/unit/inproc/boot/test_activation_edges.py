@@ -9,7 +9,6 @@ In-process on the real os.environ (support/inproc.py puts everything back).
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 
@@ -22,6 +21,7 @@ from sglang_eagle_nccl.inproc.boot import activation
 from sglang_eagle_nccl.inproc.boot.state import STATE
 from sglang_eagle_nccl.profile.resolve import resolve
 from support.inproc import native_library, process_with_library
+from support.jsonl import read_jsonl
 
 INPUTS = {"SGLANG_EAGLE_NCCL": "1"}
 SECTIONS = (
@@ -55,8 +55,7 @@ def profile(*specs: str, env: tuple[str, ...] = (), **policy):
 
 
 def records() -> list[dict]:
-    with open(STATE.audit.file_path) as f:
-        return [json.loads(line) for line in f]
+    return read_jsonl(STATE.audit.file_path)
 
 
 def unsigned(wire: str) -> str:

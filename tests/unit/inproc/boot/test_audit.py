@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 
@@ -10,6 +9,7 @@ import pytest
 
 from sglang_eagle_nccl.contract.launch_dir import AuditError, new_launch_dir
 from sglang_eagle_nccl.inproc.boot.audit_writer import AuditWriter
+from support.jsonl import read_jsonl
 
 
 def test_launch_dir_and_files_are_private(tmp_path):
@@ -20,7 +20,7 @@ def test_launch_dir_and_files_are_private(tmp_path):
     w = AuditWriter(run)
     assert w.write("hello", env={"NCCL_PROTO": "LL"})
     assert stat.S_IMODE(os.stat(w.path).st_mode) == 0o600
-    (rec,) = [json.loads(line) for line in w.path.read_text().splitlines()]
+    (rec,) = read_jsonl(w.path)
     assert rec["event"] == "hello" and rec["pid"] == os.getpid()
 
 

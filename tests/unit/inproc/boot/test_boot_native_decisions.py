@@ -7,7 +7,6 @@ In-process on the real os.environ and the real library (support/inproc.py puts e
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import signal
@@ -28,6 +27,7 @@ from sglang_eagle_nccl.inproc.boot.state import STATE
 from sglang_eagle_nccl.knowledge.nccl.tuner_rules import rule_from_dict, rules_digest
 from sglang_eagle_nccl.native import library
 from support.inproc import native_library, process_with_library
+from support.jsonl import read_jsonl
 
 OURS = native_location.LIBRARY_FILE
 RULES = [{"collective": "AllReduce", "bytes": [0, 524288], "algorithm": "Ring", "protocol": "LL"}]
@@ -67,7 +67,7 @@ def desired(path, **extra):
 
 
 def records(path) -> list[dict]:
-    return [json.loads(x) for x in Path(path).read_text("utf-8").splitlines()]
+    return read_jsonl(path)
 
 
 def reads_files(run_dir) -> list[Path]:

@@ -11,6 +11,7 @@ from sglang_eagle_nccl.offline.audit.judge import judge
 from sglang_eagle_nccl.offline.audit.read import read_launch
 from sglang_eagle_nccl.offline.audit.render import format_text
 from support.audit_records import ident
+from support.jsonl import read_jsonl
 
 
 def _launch(tmp_path, records_by_pid):
@@ -134,7 +135,7 @@ def test_writer_never_raises_on_unencodable_fields(tmp_path):
     # The record cannot be encoded: an audit_error record takes its place, and that one is written.
     assert writer.write("group_created", odd=Hostile()) is True
     assert writer.write("bad\ud800surrogate", text="\ud800") is True
-    lines = [json.loads(x) for x in open(writer.file_path).read().splitlines()]
+    lines = read_jsonl(writer.file_path)
     assert lines[0]["event"] == "audit_error" and lines[0]["lost_event"] == "group_created"
 
 
@@ -143,7 +144,7 @@ def test_writer_without_a_launch_keeps_records_until_it_joins_one(tmp_path):
     assert writer.write("process_start", expected_env={}) is False
     run_dir = open_launch(str(tmp_path), {"profile": {}}, required=True)
     assert writer.attach(run_dir)
-    assert json.loads(open(writer.file_path).read().splitlines()[0])["event"] == "process_start"
+    assert read_jsonl(writer.file_path)[0]["event"] == "process_start"
 
 
 def _launcher_writes(**flags):
