@@ -12,10 +12,12 @@ instead of extended lost every earlier entry and no test had two kinds in one di
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sglang_eagle_nccl.offline.audit.read import read_launch_records
+from sglang_eagle_nccl.offline.audit.records import CannotJudge
 from support.audit_records import reads_file, reads_header, reads_line, rec, write_lines
 
 ENV = {"NCCL_PROTO": "LL"}
@@ -84,7 +86,12 @@ def test_every_unjudged_line_and_log_is_listed_once_in_file_order(tmp_path_facto
             # A refused log's bad lines are still listed: it was read before it was refused.
             expected += [(reads_file(pid), line, "line") for line in bad]
     if not any(log != "orphan" for _, log, _ in processes):
-        return  # no record at all: the audit refuses the directory (tested with the refusal's words elsewhere)
+        # No record at all, only NCCL's reads logs: nothing can be judged, so the audit refuses the directory
+        # (exit 2) and names what it could not read, rather than showing an empty verdict.
+        with pytest.raises(CannotJudge, match="no valid audit record could be read") as refused:
+            read_launch_records(run)
+        assert ORPHAN in str(refused.value)
+        return
     launch = read_launch_records(run)
     got = [(u.file, u.line, u.reason if u.line is None else "line") for u in launch.unreadable]
     assert got == sorted(expected, key=lambda e: (e[0], -1 if e[1] is None else e[1], e[2]))
