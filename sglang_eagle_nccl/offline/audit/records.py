@@ -514,8 +514,10 @@ def parse_file(data: bytes, file: str, schema: Schema = RECORDS, *, budget: Budg
     number = 0
     pos = 0
     while pos < tail_at:
-        stop = data.rfind(b"\n", pos, min(pos + _CHUNK, tail_at)) + 1 or tail_at
-        if stop <= pos:  # one line longer than a chunk
+        # The chunk ends after its last newline; with none, the line is longer than a chunk and is one
+        # chunk alone (data[tail_at - 1] is a newline, so there is one to find).
+        stop = data.rfind(b"\n", pos, min(pos + _CHUNK, tail_at)) + 1
+        if stop <= pos:
             stop = data.find(b"\n", pos, tail_at) + 1
         chunk = data[pos:stop - 1].split(b"\n")
         if budget is not None:
