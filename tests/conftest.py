@@ -23,6 +23,12 @@ if settings is not None:
     # "long" (SGLANG_EAGLE_NCCL_HYPOTHESIS=long, ci/mutation) searches ten times as long.
     settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
     settings.register_profile("long", deadline=None, max_examples=1000, print_blob=True)
+    # ci/mutation: "ci"'s examples, without shrinking a failing one. A mutant is killed by the first
+    # failure; shrinking it only costs time (minutes per mutant of a reader that loops on every line).
+    from hypothesis import Phase
+
+    settings.register_profile("mutation", settings.get_profile("ci"),
+                              phases=[p for p in Phase if p not in (Phase.shrink, Phase.explain)])
     settings.load_profile(os.environ.get("SGLANG_EAGLE_NCCL_HYPOTHESIS", "ci"))
 
 
